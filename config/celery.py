@@ -1,0 +1,13 @@
+"""Celery application: tasks over Redis, or eager in-process with no broker configured."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("snaglist")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,184 @@
+"""Settings, read from the environment (django-environ); bad values fail loudly at start-up.
+
+Zero set-up default: with no DATABASE_URL the product runs on SQLite in the project
+folder and, with no REDIS_URL, Celery tasks run eagerly in the web process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+SECRET_KEY = env.str(
+    "DJANGO_SECRET_KEY",
+    default="insecure-dev-key-only-for-the-zero-set-up-default-change-me-0123456789",
+)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "django_htmx",
+    "questions",
+    "scoring",
+    "review",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "config.wsgi.application"
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+}
+DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Several writers (web + eager tasks) share one file: wait rather than fail.
+    DATABASES["default"].setdefault("OPTIONS", {})
+    DATABASES["default"]["OPTIONS"].setdefault("timeout", 20)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = "Europe/London"
+USE_I18N = True
+USE_TZ = True
+DATE_FORMAT = "j F Y"
+DATETIME_FORMAT = "j F Y, H:i"
+SHORT_DATE_FORMAT = "d/m/Y"
+SHORT_DATETIME_FORMAT = "d/m/Y H:i"
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+MEDIA_ROOT = env.path("SNAGLIST_MEDIA_ROOT", default=BASE_DIR / "media")
+
+# --- Redis, Celery, cache -------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=3600)
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=3300)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="snaglist")
+
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": env.str("SNAGLIST_CACHE_PREFIX", default="snaglist"),
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# --- API -------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Snaglist API",
+    "DESCRIPTION": "Review and scoring of an expert-verified LLM benchmark answer key.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# --- Domain settings (methodology.md) --------------------------------------
+# Rule 9: a new band starts where the gap to the next model is >= this many points.
+SNAGLIST_BAND_GAP = env.float("SNAGLIST_BAND_GAP", default=1.5)
+SNAGLIST_BOOTSTRAP = env.int("SNAGLIST_BOOTSTRAP", default=1000)
+SNAGLIST_BOOTSTRAP_SEED = env.int("SNAGLIST_BOOTSTRAP_SEED", default=20240301)
+# Rule 4: "any_adverse" (wrong/ungradeable in any combination) or "same_verdict".
+SNAGLIST_AUDIT_EXCLUSION_RULE = env.str("SNAGLIST_AUDIT_EXCLUSION_RULE", default="any_adverse")
+if SNAGLIST_AUDIT_EXCLUSION_RULE not in {"any_adverse", "same_verdict"}:
+    raise ImproperlyConfigured(
+        "SNAGLIST_AUDIT_EXCLUSION_RULE must be 'any_adverse' or 'same_verdict', "
+        f"not {SNAGLIST_AUDIT_EXCLUSION_RULE!r}"
+    )
+SNAGLIST_CONSENSUS_SHARE = env.float("SNAGLIST_CONSENSUS_SHARE", default=0.6)
+SNAGLIST_CONSENSUS_MIN_MODEL_SCORE = env.float("SNAGLIST_CONSENSUS_MIN_MODEL_SCORE", default=50.0)
+SNAGLIST_CLAIM_MINUTES = env.int("SNAGLIST_CLAIM_MINUTES", default=30)
+SNAGLIST_IMPORT_ERROR_CAP = env.int("SNAGLIST_IMPORT_ERROR_CAP", default=200)
+for _name in ("SNAGLIST_BAND_GAP", "SNAGLIST_CLAIM_MINUTES", "SNAGLIST_BOOTSTRAP"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be positive, not {globals()[_name]!r}")
+if not 0 < SNAGLIST_CONSENSUS_SHARE <= 1:
+    raise ImproperlyConfigured("SNAGLIST_CONSENSUS_SHARE must be in (0, 1]")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="WARNING")},
+}

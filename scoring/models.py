@@ -1,0 +1,202 @@
+"""Judges and auditors, their grades and audit verdicts, and re-scoring runs."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from questions.models import Benchmark, KeyEdition, KeyEntry, Response
+
+
+class Judge(models.Model):
+    """A judge (grades responses) or an auditor (checks key entries).
+
+    `backend` empty means the row only carries imported grades and cannot grade again.
+    Secrets are never stored: `api_key_env` names the environment variable to read.
+    """
+
+    class Role(models.TextChoices):
+        JUDGE = "judge", "Judge"
+        AUDITOR = "auditor", "Auditor"
+
+    class Backend(models.TextChoices):
+        NONE = "", "None (imported grades only)"
+        REFERENCE = "reference", "Reference (offline baseline)"
+        OPENAI = "openai", "OpenAI-compatible Chat Completions"
+        ANTHROPIC = "anthropic", "Anthropic Messages"
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="judges")
+    judge_id = models.CharField(max_length=200)
+    name = models.CharField(max_length=300)
+    vendor = models.CharField(max_length=100, blank=True)
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.JUDGE)
+    backend = models.CharField(max_length=20, choices=Backend.choices, blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, help_text="The vendor's model name.")
+    base_url = models.URLField(max_length=500, blank=True)
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="Name of the environment variable holding the key."
+    )
+    prompt_version = models.CharField(max_length=50, default="v1")
+    backend_settings = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="temperature, max_tokens, timeout, strictness, concurrency, rpm ...",
+    )
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["benchmark", "role", "judge_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["benchmark", "judge_id"], name="judge_unique_judge_id"),
+            models.CheckConstraint(
+                condition=Q(role__in=["judge", "auditor"]), name="judge_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge_id} ({self.get_role_display().lower()})"
+
+    def can_grade(self) -> bool:
+        return bool(self.backend) and self.active
+
+
+class ScoringRun(models.Model):
+    """A re-scoring run (grades) or an audit run (verdicts) for one key edition."""
+
+    class Kind(models.TextChoices):
+        GRADE = "grade", "Re-scoring"
+        AUDIT = "audit", "Key audit"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        COMPLETE = "complete", "Complete"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="runs")
+    edition = models.ForeignKey(KeyEdition, on_delete=models.PROTECT, related_name="runs")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.GRADE)
+    judges = models.ManyToManyField(Judge, related_name="runs")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    needed = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    graded = models.PositiveIntegerField(default=0)
+    reused = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    unparsed = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.get_kind_display()}, {self.edition.name}, {self.status})"
+
+    @property
+    def progress(self) -> float:
+        """Return the fraction of needed pairs finished (0-1); 1 when nothing was needed."""
+        return 1.0 if not self.needed else min(1.0, self.done / self.needed)
+
+
+class Grade(models.Model):
+    """One judge's grade of one response against one key entry.
+
+    `grade` is on the benchmark's scale, or null when the judge's output could not be
+    parsed (counted as unparsed, never as 0: methodology rule 1).
+    """
+
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="grades")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="grades")
+    key_entry = models.ForeignKey(KeyEntry, on_delete=models.PROTECT, related_name="grades")
+    grade = models.SmallIntegerField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    flag = models.BooleanField(default=False)
+    flag_reason = models.TextField(blank=True)
+    prompt_version = models.CharField(max_length=50, default="v1")
+    raw_output = models.TextField(blank=True)
+    stop_reason = models.CharField(max_length=50, blank=True)
+    run = models.ForeignKey(
+        ScoringRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="grades"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["response", "judge"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["response", "judge", "key_entry", "prompt_version"],
+                name="grade_unique_per_key_and_prompt",
+            ),
+        ]
+        indexes = [models.Index(fields=["key_entry", "judge"], name="grade_entry_judge_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.judge.judge_id}: {self.grade} for {self.response}"
+
+
+class AuditVerdict(models.Model):
+    """One auditor's verdict on one key entry (the auditor sees no response)."""
+
+    class Verdict(models.TextChoices):
+        CORRECT = "correct", "Correct"
+        WRONG = "wrong", "Wrong"
+        UNGRADEABLE = "ungradeable", "Ungradeable"
+
+    key_entry = models.ForeignKey(KeyEntry, on_delete=models.PROTECT, related_name="audits")
+    auditor = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="verdicts")
+    verdict = models.CharField(max_length=20, choices=Verdict.choices, null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    prompt_version = models.CharField(max_length=50, default="v1")
+    raw_output = models.TextField(blank=True)
+    run = models.ForeignKey(
+        ScoringRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="verdicts"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["key_entry", "auditor"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["key_entry", "auditor", "prompt_version"], name="audit_unique_per_prompt"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.auditor.judge_id}: {self.verdict} on {self.key_entry}"
+
+    def is_adverse(self) -> bool:
+        return self.verdict in (self.Verdict.WRONG, self.Verdict.UNGRADEABLE)
+
+
+class JudgeCall(models.Model):
+    """Ledger of every paid call to a judge backend (one row per attempt that was sent)."""
+
+    class Outcome(models.TextChoices):
+        STARTED = "started", "In flight"
+        OK = "ok", "Answered"
+        RETRY = "retry", "Transient error, retried"
+        FAILED = "failed", "Failed"
+
+    run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="calls")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="calls")
+    response = models.ForeignKey(Response, null=True, blank=True, on_delete=models.CASCADE)
+    key_entry = models.ForeignKey(KeyEntry, on_delete=models.PROTECT, related_name="calls")
+    prompt_version = models.CharField(max_length=50)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices, default=Outcome.STARTED)
+    detail = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        indexes = [models.Index(fields=["run", "judge"], name="call_run_judge_idx")]
+
+    def __str__(self) -> str:
+        return f"call {self.pk} {self.judge.judge_id} ({self.outcome})"
