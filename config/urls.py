@@ -1,8 +1,26 @@
-"""Top-level URLs: pages, API and admin."""
+"""Top-level URLs: pages, API (with OpenAPI schema and Swagger UI) and the Django admin."""
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from . import views
 
 urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]
+
+# Each app adds its pages and API routes when it has them.
+for app, prefix in (("review", ""), ("scoring", "")):
+    try:
+        urlpatterns.append(path(prefix, include(f"{app}.urls")))
+    except ModuleNotFoundError as exc:  # the app has no urls module yet
+        if exc.name != f"{app}.urls":
+            raise

@@ -1,0 +1,39 @@
+"""Navigation for the site header, shown according to the user's roles."""
+
+from __future__ import annotations
+
+from django.urls import NoReverseMatch, reverse
+
+from questions.roles import Role, user_roles
+
+# (label, url name, role needed)
+NAV = [
+    ("Overview", "home", None),
+    ("Review queue", "review:queue", Role.REVIEWER),
+    ("Approvals", "review:approvals", Role.EDITOR),
+    ("Key editions", "review:editions_index", None),
+    ("Leaderboard", "scoring:leaderboard_index", None),
+    ("Report", "scoring:report_index", None),
+    ("Runs", "scoring:runs", Role.ADMIN),
+    ("Audit log", "review:log", Role.ADMIN),
+]
+
+
+def navigation(request) -> dict:
+    """Return `nav_items` (label, url, active) and `user_role_labels` for base.html."""
+    user = getattr(request, "user", None)
+    roles = user_roles(user)
+    items = []
+    for label, name, role in NAV:
+        if role is not None and role not in roles:
+            continue
+        try:
+            url = reverse(name)
+        except NoReverseMatch:
+            continue  # the page is not installed (yet)
+        active = request.path == url or (url != "/" and request.path.startswith(url))
+        items.append({"label": label, "url": url, "active": active})
+    if Role.ADMIN in roles:
+        items.append({"label": "Admin", "url": reverse("admin:index"), "active": False})
+    labels = [r.value.capitalize() for r in (Role.ADMIN, Role.EDITOR, Role.REVIEWER) if r in roles]
+    return {"nav_items": items, "user_role_labels": labels[:1]}

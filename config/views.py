@@ -1,0 +1,58 @@
+"""Site-wide pages: the overview and the health check."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import NoReverseMatch, reverse
+
+from questions.models import Benchmark
+
+
+def _link(label: str, name: str, **kwargs) -> dict | None:
+    try:
+        return {"label": label, "url": reverse(name, kwargs=kwargs or None)}
+    except NoReverseMatch:
+        return None
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    """Show each benchmark with its headline counts and links to its pages."""
+    benchmarks = list(
+        Benchmark.objects.annotate(
+            n_questions=Count("questions", distinct=True),
+            n_scored=Count("questions", filter=Q(questions__scoring_status="scored"), distinct=True),
+            n_models=Count("models", distinct=True),
+            n_editions=Count("editions", distinct=True),
+        )
+    )
+    from questions.models import Response
+
+    counts = dict(
+        Response.objects.values_list("question__benchmark").annotate(n=Count("id")).values_list(
+            "question__benchmark", "n"
+        )
+    )
+    for b in benchmarks:
+        b.n_responses = counts.get(b.pk, 0)
+        queue = _link("Review queue", "review:queue")
+        if queue:
+            queue["url"] += f"?benchmark={b.name}"
+        b.links = [
+            link
+            for link in (
+                queue,
+                _link("Leaderboard", "scoring:leaderboard", benchmark=b.name),
+                _link("Methodology report", "scoring:report", benchmark=b.name),
+                _link("Key editions", "review:editions", benchmark=b.name),
+            )
+            if link
+        ]
+    return render(request, "core/home.html", {"benchmarks": benchmarks})
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Answer 200 with {"status": "ok"} when the database answers (for load balancers)."""
+    Benchmark.objects.exists()
+    return JsonResponse({"status": "ok"})

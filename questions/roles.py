@@ -1,0 +1,50 @@
+"""The three roles of methodology.md ("People") and the one place that answers "may this user?".
+
+Roles are Django groups created by migration questions/0003. An editor may also do a
+reviewer's work; an admin holds every role. Inactive users hold none.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Role(StrEnum):
+    REVIEWER = "reviewer"
+    EDITOR = "editor"
+    ADMIN = "admin"
+
+
+# Which roles a group grants (an editor reviews too; an admin does everything).
+_IMPLIED: dict[Role, set[Role]] = {
+    Role.REVIEWER: {Role.REVIEWER},
+    Role.EDITOR: {Role.REVIEWER, Role.EDITOR},
+    Role.ADMIN: {Role.REVIEWER, Role.EDITOR, Role.ADMIN},
+}
+
+
+def user_roles(user) -> set[Role]:
+    """Return the set of roles a user holds (empty for anonymous or inactive users).
+
+    Group names are cached on the user object for the request, so pages that ask many
+    times cost one query.
+    """
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return set()
+    cached = getattr(user, "_snaglist_roles", None)
+    if cached is not None:
+        return cached
+    roles: set[Role] = set()
+    if user.is_superuser:
+        roles = set(Role)
+    else:
+        for name in user.groups.values_list("name", flat=True):
+            if name in Role._value2member_map_:
+                roles |= _IMPLIED[Role(name)]
+    user._snaglist_roles = roles
+    return roles
+
+
+def has_role(user, role: Role | str) -> bool:
+    """Return True when `user` holds `role` (directly or through a higher role)."""
+    return Role(role) in user_roles(user)
