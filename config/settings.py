@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "django_htmx",
+    "axes",
     "questions",
     "scoring",
     "review",
@@ -53,7 +54,21 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "config.middleware.LoginRequiredMiddleware",
+    # Last, as django-axes asks: it turns a lock-out into the response below.
+    "axes.middleware.AxesMiddleware",
 ]
+
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login rate limit (django-axes): 5 failures for one username from one address lock it
+# out for 15 minutes. DRF token requests do not go through the login form.
+AXES_FAILURE_LIMIT = env.int("SNAGLIST_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("SNAGLIST_LOGIN_COOLOFF_HOURS", default=0.25)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 ROOT_URLCONF = "config.urls"
 

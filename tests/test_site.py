@@ -49,3 +49,64 @@ def test_signed_in_user_sees_overview(client):
     response = client.get("/")
     assert response.status_code == 200
     assert "No benchmark has been imported yet" in response.content.decode()
+
+
+def test_login_is_rate_limited_after_five_failures(client):
+    User.objects.create_user("victim", password="the-right-password-42")
+    for _ in range(4):
+        response = client.post("/accounts/login/", {"username": "victim", "password": "wrong"})
+        assert response.status_code == 200  # the form again, with an error
+    fifth = client.post("/accounts/login/", {"username": "victim", "password": "wrong"})
+    assert fifth.status_code == 429  # the fifth failure locks the account out
+    locked = client.post(
+        "/accounts/login/", {"username": "victim", "password": "the-right-password-42"}
+    )
+    assert locked.status_code == 429
+    assert "Too many sign-in attempts" in locked.content.decode()
+
+
+def test_correct_password_signs_in(client):
+    User.objects.create_user("someone", password="the-right-password-42")
+    response = client.post(
+        "/accounts/login/", {"username": "someone", "password": "the-right-password-42"}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+
+
+def test_deploy_check_passes_with_production_settings():
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import PROJECT_ROOT
+
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings_production",
+        DJANGO_SECRET_KEY="a-long-random-production-secret-" + "x7Qp2Lm9Zr4Tk8Wv" * 3,
+        DJANGO_ALLOWED_HOSTS="snaglist.example.org",
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_production_cookies_are_secure_httponly_samesite():
+    import importlib
+    import os
+
+    os.environ.setdefault("DJANGO_SECRET_KEY", "a-long-random-production-secret-" + "k" * 40)
+    prod = importlib.import_module("config.settings_production")
+    assert prod.SESSION_COOKIE_SECURE is True
+    assert prod.SESSION_COOKIE_HTTPONLY is True
+    assert prod.SESSION_COOKIE_SAMESITE == "Lax"
+    assert prod.CSRF_COOKIE_SECURE is True
+    assert prod.DEBUG is False
