@@ -15,7 +15,7 @@ DEMO_BUNDLE = PROJECT_ROOT / "questions" / "fixtures" / "demo-bundle"
 
 
 @pytest.fixture(autouse=True)
-def _eager_celery(settings):
+def _eager_celery():
     """Run Celery tasks in-process unless a test starts a real worker."""
     from config.celery import app
 
