@@ -1,0 +1,115 @@
+"""`leaderboard`: scores, 95% intervals and bands of a key edition (cli.md)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from questions.cli import (
+    add_benchmark_argument,
+    add_format_argument,
+    bad_input,
+    domain_error,
+    resolve_benchmark,
+    write_json,
+)
+from questions.errors import DomainError
+from questions.selectors import get_edition
+from scoring.report import leaderboard_csv, leaderboard_table
+from scoring.selectors import BANDINGS, board_for_edition
+
+
+def _positive_float(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {text!r}")
+    return value
+
+
+class Command(BaseCommand):
+    help = (
+        "Print the leaderboard of a key edition: score (percent) per model with a 95% "
+        "interval, counted / excluded on disagreement / unparsed responses, rank and band."
+    )
+
+    def add_arguments(self, parser):
+        add_benchmark_argument(parser)
+        parser.add_argument(
+            "--edition", metavar="NAME", help="key edition (default: latest published)"
+        )
+        parser.add_argument(
+            "--band-gap",
+            type=_positive_float,
+            default=None,
+            help="percentage points between bands (default: settings.SNAGLIST_BAND_GAP, 1.5)",
+        )
+        parser.add_argument(
+            "--bootstrap",
+            type=_non_negative_int,
+            default=None,
+            metavar="N",
+            help="bootstrap resamples over questions (default: settings.SNAGLIST_BOOTSTRAP)",
+        )
+        parser.add_argument("--seed", type=int, default=None, metavar="S", help="bootstrap seed")
+        parser.add_argument(
+            "--banding",
+            choices=BANDINGS,
+            default="gap",
+            help="gap: rule 9 gap bands; ci_overlap: intervals overlapping the band leader's",
+        )
+        parser.add_argument(
+            "--judges",
+            metavar="ID,ID",
+            default=None,
+            help="judge ids (default: every active judge)",
+        )
+        parser.add_argument(
+            "--no-cache", action="store_true", help="compute afresh instead of reading the cache"
+        )
+        add_format_argument(parser, ("table", "json", "csv"))
+
+    def handle(self, *args, **options):
+        benchmark = resolve_benchmark(options["benchmark"])
+        judge_ids = [j for j in (options["judges"] or "").split(",") if j] or None
+        try:
+            edition = get_edition(benchmark, options["edition"])
+            result = board_for_edition(
+                edition,
+                judge_ids=judge_ids,
+                band_gap=options["band_gap"],
+                n_bootstrap=options["bootstrap"],
+                seed=options["seed"],
+                banding=options["banding"],
+                use_cache=not options["no_cache"],
+            )
+        except DomainError as exc:
+            raise domain_error(exc) from exc
+        doc = result.leaderboard_dict()
+        if result.leaderboard is None:
+            raise bad_input(
+                f"benchmark {benchmark.name!r}, edition {edition.name!r}: "
+                + "; ".join(result.notes or ["no grades"])
+            )
+        fmt = options["format"]
+        if fmt == "json":
+            write_json(self, doc)
+        elif fmt == "csv":
+            self.stdout.write(leaderboard_csv(doc), ending="")
+        else:
+            self.stdout.write(leaderboard_table(doc), ending="")

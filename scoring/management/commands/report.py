@@ -1,0 +1,53 @@
+"""`report`: the methodology report of a key edition, optionally against another (cli.md)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from questions.cli import (
+    add_benchmark_argument,
+    add_format_argument,
+    domain_error,
+    resolve_benchmark,
+    write_json,
+)
+from questions.errors import DomainError
+from questions.selectors import get_edition
+from scoring.report import build_report, report_markdown
+
+
+class Command(BaseCommand):
+    help = (
+        "Compute every figure of the methodology write-up from stored data for a key "
+        "edition; --compare adds ranking stability and per-correction grade changes."
+    )
+
+    def add_arguments(self, parser):
+        add_benchmark_argument(parser)
+        parser.add_argument(
+            "--edition", metavar="NAME", help="key edition (default: latest published)"
+        )
+        parser.add_argument(
+            "--compare", metavar="NAME", help="comparison key edition (e.g. original)"
+        )
+        parser.add_argument(
+            "--judges",
+            metavar="ID,ID",
+            default=None,
+            help="judge ids (default: every active judge)",
+        )
+        add_format_argument(parser, ("md", "json"))
+
+    def handle(self, *args, **options):
+        benchmark = resolve_benchmark(options["benchmark"])
+        judge_ids = [j for j in (options["judges"] or "").split(",") if j] or None
+        try:
+            edition = get_edition(benchmark, options["edition"])
+            compare = get_edition(benchmark, options["compare"]) if options["compare"] else None
+            doc = build_report(edition, compare=compare, judge_ids=judge_ids)
+        except DomainError as exc:
+            raise domain_error(exc) from exc
+        if options["format"] == "json":
+            write_json(self, doc)
+        else:
+            self.stdout.write(report_markdown(doc), ending="")
