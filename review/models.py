@@ -1,0 +1,320 @@
+"""The review workflow: review items, their evidence, citation checks, proposals, audit log.
+
+Methodology rules 3-7 (../shared/spec/methodology.md). Workflows live in review/services.py;
+models hold predicates only.
+
+Review item states::
+
+    open --claim--> claimed --propose--> proposed --approve--> confirmed | corrected | removed
+      ^               |  ^                   |
+      +--release------+  +------reject-------+
+      (an expired claim counts as open: anyone may claim it)
+
+`confirmed`, `corrected` and `removed` are closed; a question has at most one item that is
+not closed (constraint `reviewitem_one_open_per_question`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from questions.models import Benchmark, KeyEntry, Question
+
+
+class Source(models.TextChoices):
+    """Why a question is in the review queue (triage rules and detectors)."""
+
+    SINGLE_AUDITOR_FLAG = "single_auditor_flag", "One auditor adverse"
+    JUDGE_FLAG = "judge_flag", "Judge flag"
+    CONSENSUS_AGAINST_KEY = "consensus_against_key", "Models agree against the key"
+    SUPERSEDED_CITATION = "superseded_citation", "Superseded or missing citation"
+    MANUAL = "manual", "Added by hand"
+
+
+class ReviewItem(models.Model):
+    """A question in the review queue, with why it is there and who is working on it."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        CLAIMED = "claimed", "Claimed"
+        PROPOSED = "proposed", "Awaiting approval"
+        CONFIRMED = "confirmed", "Key confirmed"
+        CORRECTED = "corrected", "Corrected"
+        REMOVED = "removed", "Removed from scoring"
+
+    CLOSED = (Status.CONFIRMED, Status.CORRECTED, Status.REMOVED)
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="review_items")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="review_items")
+    source = models.CharField(
+        max_length=30, choices=Source.choices, help_text="The highest-priority reason."
+    )
+    sources = models.JSONField(default=list, blank=True, help_text="Every reason gathered.")
+    priority = models.IntegerField(default=0, db_index=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="review_claims",
+    )
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    claim_expires_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=1, help_text="Optimistic lock: +1 per change.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-priority", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question"],
+                condition=~Q(status__in=["confirmed", "corrected", "removed"]),
+                name="reviewitem_one_open_per_question",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=["open", "claimed", "proposed", "confirmed", "corrected", "removed"]
+                ),
+                name="reviewitem_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="claimed")
+                | Q(claimed_by__isnull=False, claim_expires_at__isnull=False),
+                name="reviewitem_claim_has_holder",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="open") | Q(claimed_by__isnull=True),
+                name="reviewitem_open_has_no_holder",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["benchmark", "status", "-priority"], name="reviewitem_queue_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"review item {self.pk} ({self.question_id and self.question.question_id})"
+
+    def is_closed(self) -> bool:
+        return self.status in self.CLOSED
+
+    def claim_is_live(self, now=None) -> bool:
+        """Return True when someone holds an unexpired claim."""
+        now = now or timezone.now()
+        return (
+            self.status == self.Status.CLAIMED
+            and self.claim_expires_at is not None
+            and self.claim_expires_at > now
+        )
+
+    def can_be_claimed(self, now=None) -> bool:
+        return self.status == self.Status.OPEN or (
+            self.status == self.Status.CLAIMED and not self.claim_is_live(now)
+        )
+
+    def is_held_by(self, user, now=None) -> bool:
+        return self.claim_is_live(now) and self.claimed_by_id == getattr(user, "pk", None)
+
+    @classmethod
+    def claimable_q(cls, now) -> Q:
+        """Return the filter for items anyone may claim now (open, or an expired claim)."""
+        return Q(status=cls.Status.OPEN) | Q(status=cls.Status.CLAIMED, claim_expires_at__lte=now)
+
+
+def fingerprint_of(kind: str, detail: dict) -> str:
+    """Return a stable hash of a piece of evidence (re-running triage adds no duplicate)."""
+    blob = json.dumps([kind, detail], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:40]
+
+
+class Evidence(models.Model):
+    """A reason, with its data, for a question being in the queue (added by triage)."""
+
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="evidence")
+    kind = models.CharField(max_length=30, choices=Source.choices)
+    detail = models.JSONField(default=dict, blank=True)
+    fingerprint = models.CharField(max_length=40)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["item", "created_at", "id"]
+        verbose_name_plural = "evidence"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "fingerprint"], name="evidence_unique_per_item"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} on item {self.item_id}"
+
+
+class CitationCheck(models.Model):
+    """A reviewer's check of the key's citation against the source (methodology rule 5)."""
+
+    class YesNo(models.TextChoices):
+        YES = "yes", "Yes"
+        NO = "no", "No"
+
+    class Supports(models.TextChoices):
+        YES = "yes", "Yes"
+        PARTLY = "partly", "Partly"
+        NO = "no", "No"
+
+    class InForce(models.TextChoices):
+        YES = "yes", "Yes, in force"
+        SUPERSEDED = "superseded", "Superseded"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+        UNKNOWN = "unknown", "Unknown"
+
+    class Amended(models.TextChoices):
+        YES = "yes", "Yes"
+        NO = "no", "No"
+        UNKNOWN = "unknown", "Unknown"
+
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="checks")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    key_entry = models.ForeignKey(
+        KeyEntry, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    locator_exists = models.CharField(max_length=5, choices=YesNo.choices)
+    supports = models.CharField(max_length=10, choices=Supports.choices)
+    edition_in_force = models.CharField(max_length=12, choices=InForce.choices)
+    amended = models.CharField(max_length=10, choices=Amended.choices)
+    note = models.TextField(blank=True)
+    source_url = models.URLField(max_length=1000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["item", "-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"citation check {self.pk} on item {self.item_id}"
+
+
+class Proposal(models.Model):
+    """A reviewer's outcome for an item, awaiting an editor other than its author (rule 6)."""
+
+    class Action(models.TextChoices):
+        CONFIRM = "confirm", "Confirm key"
+        CORRECT = "correct", "Correction"
+        REMOVE = "remove", "Removal from scoring"
+
+    Reason = KeyEntry.Reason
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="proposals")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    action = models.CharField(max_length=10, choices=Action.choices)
+    base_entry = models.ForeignKey(
+        KeyEntry,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The key entry in force when the proposal was made (the 'old' side).",
+    )
+    answer = models.TextField(blank=True)
+    citation_doc_id = models.CharField(max_length=100, blank=True)
+    citation_locator = models.CharField(max_length=100, blank=True)
+    citation_quote = models.TextField(blank=True)
+    reason = models.CharField(max_length=30, choices=KeyEntry.Reason.choices, blank=True)
+    note = models.TextField(blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_comment = models.TextField(blank=True)
+    key_entry = models.ForeignKey(
+        KeyEntry,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="proposals",
+        help_text="The entry created in the draft key edition on approval.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item"], condition=Q(status="pending"), name="proposal_one_pending_per_item"
+            ),
+            models.CheckConstraint(
+                condition=Q(status="pending", decided_by__isnull=True)
+                | Q(status="withdrawn")
+                | Q(status__in=["approved", "rejected"], decided_by__isnull=False),
+                name="proposal_decision_has_editor",
+            ),
+            models.CheckConstraint(
+                condition=Q(action="confirm") | ~Q(reason=""),
+                name="proposal_change_has_reason",
+            ),
+            models.CheckConstraint(
+                condition=~Q(decided_by=models.F("author")),
+                name="proposal_four_eyes",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} of {self.item.question.question_id} ({self.status})"
+
+    def is_pending(self) -> bool:
+        return self.status == self.Status.PENDING
+
+    def changes_key(self) -> bool:
+        return self.action in (self.Action.CORRECT, self.Action.REMOVE)
+
+
+class AuditLogEntry(models.Model):
+    """One state change: who, what, on what, before and after. Append-only (migration 0002).
+
+    No foreign key but the actor: log rows outlive what they describe, and the database
+    refuses to update or delete them.
+    """
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    actor_label = models.CharField(max_length=150, help_text="Username, or 'system'.")
+    action = models.CharField(max_length=50, db_index=True)
+    target_type = models.CharField(max_length=50)
+    target_id = models.CharField(max_length=50)
+    target_label = models.CharField(max_length=300, blank=True)
+    benchmark_name = models.CharField(max_length=100, blank=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "audit log entry"
+        verbose_name_plural = "audit log"
+        indexes = [models.Index(fields=["target_type", "target_id"], name="auditlog_target_idx")]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.created_at:%d/%m/%Y %H:%M} {self.actor_label} {self.action} {self.target_label}"
+        )

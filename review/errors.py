@@ -1,0 +1,41 @@
+"""Domain errors of the review workflow; views and API translate them to HTTP (403/409/400)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from questions.errors import DomainError, InvalidTransitionError, NotFoundError
+
+__all__ = [
+    "ConflictError",
+    "DomainError",
+    "InvalidInputError",
+    "InvalidTransitionError",
+    "NotAllowedError",
+    "NotFoundError",
+]
+
+
+class NotAllowedError(DomainError):
+    """The acting user's roles do not allow this action (checked in the service, not only the UI)."""
+
+
+class ConflictError(DomainError):
+    """The form was based on a stale version of the item: nothing was written.
+
+    `current_version` is the item's version now; `changes` lists what changed since
+    (audit log entries after the submitted version), newest last.
+    """
+
+    def __init__(self, message: str, *, current_version: int, changes: list[dict[str, Any]]):
+        super().__init__(message)
+        self.current_version = current_version
+        self.changes = changes
+
+
+class InvalidInputError(DomainError):
+    """Input that breaks a rule of the action; `errors` maps field name -> messages."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
+        self.errors = errors

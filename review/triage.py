@@ -1,0 +1,333 @@
+"""Triage: turn audit verdicts, judge flags and two detectors into exclusions and review items.
+
+Methodology rules 3 and 4, and issue 4:
+
+- both auditors adverse (`wrong`/`ungradeable`; SNAGLIST_AUDIT_EXCLUSION_RULE
+  `any_adverse` = any combination, `same_verdict` = the same verdict) -> the question is
+  excluded from scoring with reason `auditors_agree`;
+- exactly one auditor adverse -> item `single_auditor_flag` (a single adverse opinion is
+  not evidence: the question is not changed);
+- any judge flag -> item `judge_flag` (both judges flagging ranks highest);
+- `consensus_against_key`: at least SNAGLIST_CONSENSUS_SHARE of the models that answered
+  were graded 0 by every judge, and each of those models scores at least
+  SNAGLIST_CONSENSUS_MIN_MODEL_SCORE overall (rule 2 over agreed grades, rule 1) —
+  the signature of an out-of-date key (the GPDO Class MA case);
+- `superseded_citation`: the key cites a document whose status is superseded or
+  withdrawn, or a locator not found among the document's Sections.
+
+Re-running adds no duplicates: one item that is not closed per question, evidence unique
+per item by fingerprint; a question whose closed item already carries the same evidence
+is not queued again.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from questions.models import Benchmark, KeyEdition, Question, Section
+from questions.selectors import key_entries_for_edition, latest_published_edition
+from review.models import Evidence, ReviewItem, Source, fingerprint_of
+from review.services import audit_log, question_exclude, review_item_create
+from scoring.models import AuditVerdict, Grade, Judge
+
+ADVERSE = {AuditVerdict.Verdict.WRONG, AuditVerdict.Verdict.UNGRADEABLE}
+EXCLUSION_REASON = "auditors_agree"
+
+
+def model_scores(agreed: dict[str, list[int]], grade_max: int) -> dict[str, float]:
+    """Return {model_id: score %} = sum of agreed grades / (grade_max x n) x 100 (rule 2)."""
+    return {m: round(100.0 * sum(gs) / (grade_max * len(gs)), 2) for m, gs in agreed.items() if gs}
+
+
+def _locator_index(doc_ids: set[int]) -> dict[int, tuple[set[str], list[str]]]:
+    """Return {document pk: (locators and their normalised forms, locators in document order)}."""
+    from questions.sources import normalise_locator
+
+    index: dict[int, tuple[set[str], list[str]]] = {}
+    for doc_id, locator in (
+        Section.objects.filter(document_id__in=doc_ids)
+        .order_by("document_id", "position", "id")
+        .values_list("document_id", "locator")
+    ):
+        known, ordered = index.setdefault(doc_id, (set(), []))
+        ordered.append(locator)
+        known.add(locator)
+        try:
+            known.add(normalise_locator(locator))
+        except ValueError:
+            pass
+    return index
+
+
+def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
+    """Compute what triage would do, without writing: exclusions and {question pk: [(source, detail)]}.
+
+    A fixed number of queries: entries, verdicts, grades, sections.
+    """
+    from questions.sources import nearest_locators, normalise_locator
+
+    entries = key_entries_for_edition(edition, select_related=("citation_document",))
+    entries = {q: e for q, e in entries.items() if not e.removed}
+    entry_ids = {e.pk: q for q, e in entries.items()}
+    scored = set(
+        Question.objects.filter(benchmark=benchmark, scoring_status="scored").values_list(
+            "pk", flat=True
+        )
+    )
+    labels = dict(Question.objects.filter(benchmark=benchmark).values_list("pk", "question_id"))
+    rule = settings.SNAGLIST_AUDIT_EXCLUSION_RULE
+
+    exclusions: dict[int, dict] = {}
+    items: dict[int, list[tuple[str, dict]]] = defaultdict(list)
+
+    # Rule 4: auditors.
+    verdicts: dict[int, list[tuple[str, str, str]]] = defaultdict(list)
+    for entry_id, auditor, verdict, rationale in (
+        AuditVerdict.objects.filter(
+            key_entry_id__in=list(entry_ids), auditor__role=Judge.Role.AUDITOR
+        )
+        .order_by("auditor__judge_id", "-created_at")
+        .values_list("key_entry_id", "auditor__judge_id", "verdict", "rationale")
+    ):
+        qpk = entry_ids[entry_id]
+        if any(a == auditor for a, _, _ in verdicts[qpk]):
+            continue  # an auditor's newest verdict counts (another prompt version)
+        verdicts[qpk].append((auditor, verdict, rationale))
+    for qpk, vs in verdicts.items():
+        adverse = [(a, v) for a, v, _ in vs if v in ADVERSE]
+        detail = {
+            "verdicts": [{"auditor": a, "verdict": v, "rationale": r} for a, v, r in vs],
+            "edition": edition.name,
+        }
+        if len(vs) >= 2 and len(adverse) == len(vs):
+            same = len({v for _, v in adverse}) == 1
+            if rule == "any_adverse" or same:
+                exclusions[qpk] = detail
+                continue
+            detail["note"] = "every auditor adverse but with different verdicts (rule same_verdict)"
+            items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
+        elif len(adverse) == 1:
+            items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
+
+    # Rules 1-3: judge grades on the edition's entries.
+    judges = list(
+        Judge.objects.filter(benchmark=benchmark, role=Judge.Role.JUDGE)
+        .order_by("judge_id")
+        .values_list("judge_id", flat=True)
+    )
+    grades: dict[tuple[int, str], dict[str, int | None]] = defaultdict(dict)
+    flags: dict[int, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for entry_id, model_id, judge_id, grade, flag, reason in (
+        Grade.objects.filter(key_entry_id__in=list(entry_ids), judge__role=Judge.Role.JUDGE)
+        .order_by("response_id", "judge_id", "-created_at")
+        .values_list(
+            "key_entry_id",
+            "response__model__model_id",
+            "judge__judge_id",
+            "grade",
+            "flag",
+            "flag_reason",
+        )
+    ):
+        qpk = entry_ids[entry_id]
+        if judge_id not in grades[(qpk, model_id)]:
+            grades[(qpk, model_id)][judge_id] = grade
+        if flag:
+            flags[qpk][judge_id].append({"model": model_id, "reason": flag_reason_short(reason)})
+
+    for qpk, by_judge in flags.items():
+        detail = {
+            "judges": sorted(by_judge),
+            "both_judges": len(judges) >= 2 and set(judges) <= set(by_judge),
+            "flags": {j: sorted(v, key=lambda f: f["model"]) for j, v in sorted(by_judge.items())},
+            "edition": edition.name,
+        }
+        items[qpk].append((Source.JUDGE_FLAG, detail))
+
+    # Detector 1: consensus against the key.
+    agreed: dict[str, list[int]] = defaultdict(list)
+    per_question: dict[int, dict[str, int | None]] = defaultdict(dict)
+    for (qpk, model_id), by_judge in grades.items():
+        values = [by_judge.get(j) for j in judges]
+        value = (
+            values[0]
+            if len(judges) >= 2 and all(v is not None and v == values[0] for v in values)
+            else None
+        )
+        if value is not None and qpk in scored:
+            agreed[model_id].append(value)
+        per_question[qpk][model_id] = value
+    scores = model_scores(agreed, benchmark.grade_max)
+    share = settings.SNAGLIST_CONSENSUS_SHARE
+    floor = settings.SNAGLIST_CONSENSUS_MIN_MODEL_SCORE
+    for qpk, by_model in per_question.items():
+        answered = len(by_model)
+        if not answered:
+            continue
+        against = sorted(
+            m for m, v in by_model.items() if v == benchmark.grade_min and scores.get(m, 0) >= floor
+        )
+        if against and len(against) / answered >= share:
+            items[qpk].append(
+                (
+                    Source.CONSENSUS_AGAINST_KEY,
+                    {
+                        "models": [{"model": m, "overall_score": scores[m]} for m in against],
+                        "share": round(len(against) / answered, 3),
+                        "threshold": share,
+                        "min_model_score": floor,
+                        "n_models": answered,
+                        "edition": edition.name,
+                    },
+                )
+            )
+
+    # Detector 2: superseded or missing citation.
+    cited = {e.citation_document_id for e in entries.values() if e.citation_document_id}
+    locators = _locator_index(cited)
+    for qpk, entry in entries.items():
+        if not entry.has_citation or not entry.citation_doc_id:
+            continue
+        doc = entry.citation_document
+        if doc is None:
+            items[qpk].append(
+                (
+                    Source.SUPERSEDED_CITATION,
+                    {
+                        "doc_id": entry.citation_doc_id,
+                        "problem": "unknown_document",
+                        "edition": edition.name,
+                    },
+                )
+            )
+            continue
+        if doc.status != "current":
+            items[qpk].append(
+                (
+                    Source.SUPERSEDED_CITATION,
+                    {
+                        "doc_id": doc.doc_id,
+                        "document_edition": doc.edition,
+                        "problem": doc.status,
+                        "superseded_by": doc.superseded_by.doc_id if doc.superseded_by_id else None,
+                        "edition": edition.name,
+                    },
+                )
+            )
+        known, ordered = locators.get(doc.pk, (set(), []))
+        if not known or not entry.citation_locator:
+            continue  # the document's text is not indexed: nothing to check against
+        try:
+            wanted = normalise_locator(entry.citation_locator)
+        except ValueError:
+            wanted = entry.citation_locator
+        if entry.citation_locator in known or wanted in known:
+            continue
+        items[qpk].append(
+            (
+                Source.SUPERSEDED_CITATION,
+                {
+                    "doc_id": doc.doc_id,
+                    "locator": entry.citation_locator,
+                    "problem": "locator_not_found",
+                    "nearest": nearest_locators(entry.citation_locator, ordered),
+                    "edition": edition.name,
+                },
+            )
+        )
+
+    return {
+        "exclusions": {q: d for q, d in exclusions.items()},
+        "items": {q: v for q, v in items.items() if q in scored and q not in exclusions},
+        "labels": labels,
+        "scored": scored,
+        "model_scores": scores,
+    }
+
+
+def flag_reason_short(reason: str) -> str:
+    return (reason or "").strip()[:300]
+
+
+def triage_run(
+    *, benchmark: Benchmark, edition: KeyEdition | None = None, user=None
+) -> dict[str, Any]:
+    """Apply the audit rules and the detectors to `edition` (default: latest published).
+
+    Returns counts: {"benchmark", "edition", "excluded", "already_excluded",
+    "items_created", "items_updated", "evidence_added", "skipped_closed", "by_source",
+    "open_items"}. Raises review.errors.NotAllowedError when `user` may not run triage
+    (user=None is the system: the command line and the post-audit task).
+    """
+    from review import permissions
+    from review.errors import NotAllowedError, NotFoundError
+
+    if user is not None and not permissions.can_run_triage(user):
+        raise NotAllowedError("only an editor may run triage")
+    edition = edition or latest_published_edition(benchmark)
+    if edition is None:
+        raise NotFoundError(f"benchmark {benchmark.name!r} has no published key edition")
+    found = findings(benchmark, edition)
+    counts: dict[str, Any] = {
+        "benchmark": benchmark.name,
+        "edition": edition.name,
+        "excluded": 0,
+        "already_excluded": 0,
+        "items_created": 0,
+        "items_updated": 0,
+        "evidence_added": 0,
+        "skipped_closed": 0,
+        "by_source": {s.value: 0 for s in Source if s != Source.MANUAL},
+    }
+    questions = Question.objects.select_related("benchmark").in_bulk(
+        list(found["exclusions"]) + list(found["items"])
+    )
+    # Evidence already on closed items: a reviewed question is not queued again for it.
+    closed_fps: dict[int, set[str]] = defaultdict(set)
+    for qpk, fp in Evidence.objects.filter(
+        item__question_id__in=list(found["items"]), item__status__in=ReviewItem.CLOSED
+    ).values_list("item__question_id", "fingerprint"):
+        closed_fps[qpk].add(fp)
+
+    with transaction.atomic():
+        for qpk, detail in sorted(found["exclusions"].items()):
+            if question_exclude(
+                question=questions[qpk], reason=EXCLUSION_REASON, user=user, detail=detail
+            ):
+                counts["excluded"] += 1
+            else:
+                counts["already_excluded"] += 1
+        for qpk, found_items in sorted(found["items"].items()):
+            if all(fingerprint_of(s.value, d) in closed_fps[qpk] for s, d in found_items):
+                counts["skipped_closed"] += 1
+                continue
+            touched = created_any = False
+            for source, detail in found_items:
+                counts["by_source"][source.value] += 1
+                item, created, added = review_item_create(
+                    question=questions[qpk], source=source, detail=detail
+                )
+                counts["items_created"] += created
+                counts["evidence_added"] += added
+                created_any = created_any or created
+                touched = touched or added
+            counts["items_updated"] += int(touched and not created_any)
+        counts["open_items"] = (
+            ReviewItem.objects.filter(benchmark=benchmark)
+            .exclude(status__in=ReviewItem.CLOSED)
+            .count()
+        )
+        audit_log(
+            actor=user,
+            action="triage.run",
+            target_type="key_edition",
+            target_id=edition.pk,
+            target_label=f"{benchmark.name}/{edition.name}",
+            benchmark_name=benchmark.name,
+            after=counts,
+        )
+    return counts

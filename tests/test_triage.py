@@ -1,0 +1,200 @@
+"""Triage: audit rules (methodology rule 4), judge flags (rule 3) and the two detectors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from questions.models import Question, SourceDocument
+from review.models import AuditLogEntry, Evidence, ReviewItem
+from review.triage import triage_run
+from scoring.models import Grade
+from tests.review_fixtures import *  # noqa: F403
+from tests.review_fixtures import build_world, set_grades, set_verdicts
+
+pytestmark = pytest.mark.django_db
+
+
+def items_by_question(world):
+    return {i.question.question_id: i for i in ReviewItem.objects.filter(benchmark=world.benchmark)}
+
+
+def test_clean_benchmark_queues_nothing(world):
+    counts = triage_run(benchmark=world.benchmark)
+    assert counts["items_created"] == 0
+    assert counts["excluded"] == 0
+    assert counts["edition"] == "original"
+    assert ReviewItem.objects.count() == 0
+
+
+def test_both_auditors_adverse_excludes_with_reason_auditors_agree(world):
+    set_verdicts(world, 0, "wrong", "ungradeable")
+    counts = triage_run(benchmark=world.benchmark)
+    q = Question.objects.get(pk=world.q(0).pk)
+    assert q.scoring_status == "excluded"
+    assert q.excluded_reason == "auditors_agree"
+    assert counts["excluded"] == 1
+    assert not ReviewItem.objects.filter(question=q).exists()
+    log = AuditLogEntry.objects.get(action="question.exclude")
+    assert log.target_label == "demo/Q0000"
+    assert log.after["excluded_reason"] == "auditors_agree"
+    assert log.actor_label == "system"
+
+
+def test_same_verdict_rule_queues_mixed_adverse_verdicts_instead(world, settings):
+    settings.SNAGLIST_AUDIT_EXCLUSION_RULE = "same_verdict"
+    set_verdicts(world, 0, "wrong", "ungradeable")
+    set_verdicts(world, 1, "wrong", "wrong")
+    triage_run(benchmark=world.benchmark)
+    assert Question.objects.get(pk=world.q(0).pk).scoring_status == "scored"
+    assert Question.objects.get(pk=world.q(1).pk).scoring_status == "excluded"
+    item = items_by_question(world)["Q0000"]
+    assert item.source == "single_auditor_flag"
+
+
+def test_exactly_one_adverse_auditor_queues_the_question_unchanged(world):
+    set_verdicts(world, 2, "correct", "wrong")
+    counts = triage_run(benchmark=world.benchmark)
+    item = items_by_question(world)["Q0002"]
+    assert item.source == "single_auditor_flag"
+    assert item.status == "open"
+    assert Question.objects.get(pk=world.q(2).pk).scoring_status == "scored"
+    evidence = item.evidence.get()
+    verdicts = {v["auditor"]: v["verdict"] for v in evidence.detail["verdicts"]}
+    assert verdicts == {"a1": "correct", "a2": "wrong"}
+    assert counts["by_source"]["single_auditor_flag"] == 1
+
+
+def test_judge_flag_queues_and_both_judges_flagging_ranks_highest(world):
+    set_verdicts(world, 1, "wrong", "correct")  # single auditor
+    Grade.objects.filter(response__question=world.q(3), judge=world.judges[0]).update(
+        flag=True, flag_reason="Key cites withdrawn table"
+    )
+    Grade.objects.filter(response__question=world.q(4)).update(flag=True, flag_reason="Wrong")
+    triage_run(benchmark=world.benchmark)
+    items = items_by_question(world)
+    assert items["Q0003"].source == "judge_flag"
+    assert items["Q0004"].source == "judge_flag"
+    detail = items["Q0004"].evidence.get().detail
+    assert detail["both_judges"] is True and detail["judges"] == ["j1", "j2"]
+    order = [i.question.question_id for i in ReviewItem.objects.order_by("-priority", "id")]
+    assert order[0] == "Q0004"  # both judges flagged > single auditor > one judge
+    assert order.index("Q0001") < order.index("Q0003")
+
+
+def test_consensus_against_key_detector_lists_strong_models(db):
+    world = build_world(n_questions=6, n_models=5)
+    # Every model scores 2 elsewhere (strong); on Q0005 four of five get 0 from both judges.
+    set_grades(world, 5, 0, models=world.models[:4])
+    triage_run(benchmark=world.benchmark)
+    item = items_by_question(world)["Q0005"]
+    assert item.source == "consensus_against_key"
+    detail = item.evidence.get().detail
+    assert [m["model"] for m in detail["models"]] == ["m00", "m01", "m02", "m03"]
+    # Overall score from agreed grades: 5 questions at 2 and one at 0 -> 10/12 = 83.33%.
+    assert detail["models"][0]["overall_score"] == pytest.approx(83.33)
+    assert detail["share"] == 0.8
+
+
+def test_consensus_needs_both_judges_and_strong_models(db):
+    world = build_world(n_questions=6, n_models=5)
+    # Q0004: four models 0 by one judge only -> no consensus.
+    set_grades(world, 4, 0, models=world.models[:4], judges=[world.judges[0]])
+    # Q0005: two of five models at 0 (40% < 60%).
+    set_grades(world, 5, 0, models=world.models[:2])
+    triage_run(benchmark=world.benchmark)
+    assert not ReviewItem.objects.filter(source="consensus_against_key").exists()
+
+
+def test_consensus_ignores_weak_models(db, settings):
+    world = build_world(n_questions=4, n_models=5, grade=0)  # every model scores 0 overall
+    settings.SNAGLIST_CONSENSUS_MIN_MODEL_SCORE = 50.0
+    triage_run(benchmark=world.benchmark)
+    assert not ReviewItem.objects.filter(source="consensus_against_key").exists()
+
+
+def test_superseded_document_and_missing_locator_detector(world):
+    e1 = world.entry(1)
+    e2 = world.entry(2)
+    # KeyEntry rows of a published edition are immutable: point documents instead.
+    SourceDocument.objects.filter(pk=world.documents["ADA"].pk).update(status="current")
+    from questions.models import Section
+
+    Section.objects.filter(document=world.documents["ADA"], locator="1.2").update(locator="1.20")
+    doc = world.documents["ADA"]
+    triage_run(benchmark=world.benchmark)
+    item = items_by_question(world)["Q0002"]
+    assert item.source == "superseded_citation"
+    detail = item.evidence.get().detail
+    assert detail["problem"] == "locator_not_found"
+    assert detail["locator"] == e2.citation_locator == "1.2"
+    assert "1.20" in detail["nearest"]
+    assert e1.citation_document_id == doc.pk
+
+
+def test_superseded_edition_is_flagged(world):
+    SourceDocument.objects.filter(pk=world.documents["ADA"].pk).update(status="superseded")
+    triage_run(benchmark=world.benchmark)
+    assert ReviewItem.objects.filter(source="superseded_citation").count() == len(world.questions)
+    detail = Evidence.objects.filter(kind="superseded_citation").first().detail
+    assert detail["problem"] == "superseded" and detail["doc_id"] == "ADA"
+
+
+def test_rerun_creates_no_duplicates_and_attaches_new_evidence(world):
+    set_verdicts(world, 2, "correct", "wrong")
+    first = triage_run(benchmark=world.benchmark)
+    again = triage_run(benchmark=world.benchmark)
+    assert first["items_created"] == 1
+    assert again["items_created"] == 0 and again["evidence_added"] == 0
+    assert ReviewItem.objects.count() == 1 and Evidence.objects.count() == 1
+    # New evidence on the same question: a judge flags it -> attached to the open item.
+    Grade.objects.filter(response__question=world.q(2), judge=world.judges[1]).update(flag=True)
+    third = triage_run(benchmark=world.benchmark)
+    item = ReviewItem.objects.get()
+    assert third["items_created"] == 0 and third["items_updated"] == 1
+    assert item.sources == ["single_auditor_flag", "judge_flag"]
+    assert item.source == "single_auditor_flag"  # one judge ranks below a single auditor
+    assert item.evidence.count() == 2
+    assert item.version == 2
+
+
+def test_reviewed_question_is_not_queued_again_for_the_same_evidence(world, reviewer, editor):
+    from review import services
+
+    set_verdicts(world, 2, "correct", "wrong")
+    triage_run(benchmark=world.benchmark)
+    item = ReviewItem.objects.get()
+    item = services.review_item_claim(item=item, user=reviewer)
+    proposal = services.proposal_create(
+        item=item, user=reviewer, version=item.version, action="confirm"
+    )
+    services.proposal_approve(proposal=proposal, user=editor)
+    again = triage_run(benchmark=world.benchmark)
+    assert again["skipped_closed"] == 1 and again["items_created"] == 0
+    assert ReviewItem.objects.count() == 1
+
+
+def test_command_prints_counts_and_json(world, capsys):
+    set_verdicts(world, 0, "wrong", "wrong")
+    set_verdicts(world, 1, "wrong", "correct")
+    call_command("triage", "--benchmark", "demo", "--format", "json")
+    out = json.loads(capsys.readouterr().out)
+    assert out["excluded"] == 1
+    assert out["items_created"] == 1
+    assert out["by_source"]["single_auditor_flag"] == 1
+    assert out["open_items"] == 1
+    call_command("triage")
+    text = capsys.readouterr().out
+    assert "Triage of demo / key edition original" in text
+    assert "1 already excluded" in text
+
+
+def test_command_unknown_edition_is_bad_input(world):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError) as exc:
+        call_command("triage", "--edition", "nope")
+    assert exc.value.returncode == 1
+    assert "nope" in str(exc.value)
