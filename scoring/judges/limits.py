@@ -1,0 +1,204 @@
+"""Limit calls to one judge across every worker: concurrency and requests per minute, in Redis.
+
+- Concurrency: a semaphore of expiring leases, a sorted set `<prefix>:<judge>:leases`
+  (member = lease id, score = expiry in ms). Acquiring drops expired leases first,
+  so a worker that dies holding a lease frees it after `lease_seconds`.
+- Requests per minute: a sliding-window log, a sorted set `<prefix>:<judge>:rpm`
+  (member = request id, score = time in ms); a request is admitted while fewer
+  than `rpm` entries fall inside the last `window_seconds`.
+Both checks run as Lua scripts, so they are atomic on the server, and use the
+Redis server clock (TIME), so workers on machines with skewed clocks agree.
+With no Redis client (None) `get_limiter` returns a NullLimiter that admits everything.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .types import JudgeUnavailable
+
+DEFAULT_PREFIX = "snaglist:judges"
+
+_ACQUIRE_LEASE = """
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 1000)
+  return 0
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(first[2]) - now)
+"""
+
+_EXTEND_LEASE = """
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local expiry = redis.call('ZSCORE', KEYS[1], ARGV[2])
+if not expiry or tonumber(expiry) <= now then
+  redis.call('ZREM', KEYS[1], ARGV[2])
+  return 0
+end
+redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[2])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) + 1000)
+return 1
+"""
+
+_TAKE_RPM_TOKEN = """
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], window + 1000)
+  return 0
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(first[2]) + window - now)
+"""
+
+
+class LimiterTimeout(JudgeUnavailable):
+    """Raise when a concurrency slot or an RPM token did not free up within the timeout."""
+
+
+class NullLimiter:
+    """Admit every call at once: the limiter used when no Redis is configured."""
+
+    @contextmanager
+    def slot(self, timeout: float | None = None) -> Iterator[None]:
+        """Yield immediately."""
+        yield
+
+    def keys(self) -> list[str]:
+        """Return the Redis keys this limiter uses: none."""
+        return []
+
+
+class RedisLimiter:
+    """Cap one judge's concurrent calls and requests per minute across all workers.
+
+    redis_client: a `redis.Redis` (the caller passes `redis.Redis.from_url(settings.REDIS_URL)`).
+    max_concurrency / rpm: None or 0 disables that limit.
+    lease_seconds: how long a held slot survives a worker that died without releasing it;
+    keep it above the judge call's timeout (plus retries' sleeps).
+    `sleep` and `rng` are injectable for tests.
+    """
+
+    def __init__(
+        self,
+        redis_client: Any,
+        judge_key: str,
+        *,
+        max_concurrency: int | None = None,
+        rpm: int | None = None,
+        lease_seconds: float = 300.0,
+        window_seconds: float = 60.0,
+        prefix: str = DEFAULT_PREFIX,
+        poll_seconds: float = 0.05,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not judge_key:
+            raise ValueError("judge_key must not be empty")
+        self.redis = redis_client
+        self.max_concurrency = max_concurrency or None
+        self.rpm = rpm or None
+        self.lease_ms = max(1, int(lease_seconds * 1000))
+        self.window_ms = max(1, int(window_seconds * 1000))
+        self.lease_key = f"{prefix}:{judge_key}:leases"
+        self.rpm_key = f"{prefix}:{judge_key}:rpm"
+        self.poll_seconds = poll_seconds
+        self.sleep = sleep
+        self.rng = rng or random.Random()
+        self._acquire_lease = redis_client.register_script(_ACQUIRE_LEASE)
+        self._extend_lease = redis_client.register_script(_EXTEND_LEASE)
+        self._take_rpm = redis_client.register_script(_TAKE_RPM_TOKEN)
+
+    def keys(self) -> list[str]:
+        """Return the Redis keys this limiter writes."""
+        return [self.lease_key, self.rpm_key]
+
+    def try_acquire_lease(self) -> tuple[str | None, float]:
+        """Return (lease id, 0) if a concurrency slot was free, else (None, seconds to wait hint)."""
+        if self.max_concurrency is None:
+            return "unlimited", 0.0
+        lease_id = uuid.uuid4().hex
+        wait_ms = int(
+            self._acquire_lease(
+                keys=[self.lease_key], args=[self.max_concurrency, self.lease_ms, lease_id]
+            )
+        )
+        return (lease_id, 0.0) if wait_ms == 0 else (None, wait_ms / 1000.0)
+
+    def extend_lease(self, lease_id: str) -> bool:
+        """Push a held lease's expiry lease_seconds from now; False if it had already expired."""
+        if self.max_concurrency is None:
+            return True
+        return bool(self._extend_lease(keys=[self.lease_key], args=[self.lease_ms, lease_id]))
+
+    def release_lease(self, lease_id: str) -> None:
+        """Free a concurrency slot (a no-op if the lease already expired)."""
+        if self.max_concurrency is not None:
+            self.redis.zrem(self.lease_key, lease_id)
+
+    def try_take_token(self) -> float:
+        """Take one request from the RPM window; return 0.0 if admitted, else seconds to wait."""
+        if self.rpm is None:
+            return 0.0
+        wait_ms = int(
+            self._take_rpm(keys=[self.rpm_key], args=[self.rpm, self.window_ms, uuid.uuid4().hex])
+        )
+        return wait_ms / 1000.0
+
+    def _wait(self, delay: float, deadline: float | None) -> None:
+        if deadline is not None and time.monotonic() + delay > deadline:
+            raise LimiterTimeout("judge rate limit: no slot or token within the timeout")
+        self.sleep(delay)
+
+    @contextmanager
+    def slot(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold one concurrency slot and one RPM token for the duration of a call.
+
+        Blocks until both are available; raises LimiterTimeout after `timeout` seconds
+        (None waits forever). The slot is released on exit, even on error.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            lease_id, hint = self.try_acquire_lease()
+            if lease_id is not None:
+                break
+            # Slots free up whenever a call ends, not only at lease expiry: poll, jittered
+            # so waiting workers do not retry in lockstep.
+            self._wait(min(hint, self.poll_seconds) * (0.5 + self.rng.random()), deadline)
+        try:
+            while True:
+                hint = self.try_take_token()
+                if hint == 0.0:
+                    break
+                # The hint is exact: when the oldest request leaves the window.
+                self._wait(hint + self.poll_seconds * self.rng.random(), deadline)
+            yield
+        finally:
+            self.release_lease(lease_id)
+
+
+def get_limiter(
+    redis_client: Any | None,
+    judge_key: str,
+    *,
+    max_concurrency: int | None = None,
+    rpm: int | None = None,
+    **kwargs: Any,
+) -> RedisLimiter | NullLimiter:
+    """Return a RedisLimiter, or a NullLimiter when there is no Redis client or no limit to keep."""
+    if redis_client is None or not (max_concurrency or rpm):
+        return NullLimiter()
+    return RedisLimiter(redis_client, judge_key, max_concurrency=max_concurrency, rpm=rpm, **kwargs)
