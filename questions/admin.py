@@ -1,0 +1,132 @@
+"""Admin for the data layer. Published key editions and their entries are read-only
+(methodology rule 7; the database triggers refuse the write anyway)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+
+from questions.models import (
+    Benchmark,
+    Category,
+    KeyEdition,
+    KeyEntry,
+    ModelUnderTest,
+    Question,
+    Response,
+    Section,
+    SourceDocument,
+)
+
+
+@admin.register(Benchmark)
+class BenchmarkAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "grade_scale", "created_at"]
+    search_fields = ["name", "description"]
+    readonly_fields = ["created_at"]
+
+
+@admin.register(SourceDocument)
+class SourceDocumentAdmin(admin.ModelAdmin):
+    list_display = ["doc_id", "short_title", "title", "edition", "status", "published", "benchmark"]
+    list_filter = ["benchmark", "status", "kind"]
+    search_fields = ["doc_id", "title", "short_title"]
+    raw_id_fields = ["superseded_by"]
+
+
+@admin.register(Section)
+class SectionAdmin(admin.ModelAdmin):
+    list_display = ["document", "locator", "heading", "position"]
+    list_filter = ["document__benchmark", "document"]
+    search_fields = ["locator", "heading", "text", "document__doc_id"]
+    list_select_related = ["document"]
+    raw_id_fields = ["document"]
+
+
+@admin.register(Category)
+class CategoryAdmin(admin.ModelAdmin):
+    list_display = ["category_id", "name", "benchmark"]
+    list_filter = ["benchmark"]
+    search_fields = ["category_id", "name"]
+
+
+@admin.register(Question)
+class QuestionAdmin(admin.ModelAdmin):
+    list_display = ["question_id", "benchmark", "category", "scoring_status", "excluded_reason"]
+    list_filter = ["benchmark", "scoring_status", "category"]
+    search_fields = ["question_id", "text"]
+    list_select_related = ["benchmark", "category"]
+    raw_id_fields = ["category"]
+
+
+class _PublishedReadOnly(admin.ModelAdmin):
+    """Refuse change and delete of rows that belong to a published key edition."""
+
+    def _published(self, obj: Any) -> bool:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        if obj is not None and self._published(obj):
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        if obj is not None and self._published(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_actions(self, request: Any) -> dict[str, Any]:
+        # Bulk delete would hit published rows; deleting goes through the change page.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+
+@admin.register(KeyEdition)
+class KeyEditionAdmin(_PublishedReadOnly):
+    list_display = ["name", "benchmark", "status", "parent", "published_at", "published_by"]
+    list_filter = ["benchmark", "status"]
+    search_fields = ["name", "note"]
+    readonly_fields = ["status", "published_at", "published_by", "created_at"]
+    list_select_related = ["benchmark", "parent", "published_by"]
+
+    def _published(self, obj: KeyEdition) -> bool:
+        return obj.is_published()
+
+
+@admin.register(KeyEntry)
+class KeyEntryAdmin(_PublishedReadOnly):
+    list_display = [
+        "question",
+        "edition",
+        "answer",
+        "citation_doc_id",
+        "citation_locator",
+        "has_citation",
+        "removed",
+        "reason",
+    ]
+    list_filter = ["edition__benchmark", "edition", "removed", "reason", "has_citation"]
+    search_fields = ["question__question_id", "answer", "citation_doc_id", "citation_locator"]
+    list_select_related = ["question", "edition", "edition__benchmark"]
+    raw_id_fields = ["question", "citation_document", "edition"]
+
+    def _published(self, obj: KeyEntry) -> bool:
+        return obj.edition.is_published()
+
+
+@admin.register(ModelUnderTest)
+class ModelUnderTestAdmin(admin.ModelAdmin):
+    list_display = ["model_id", "name", "vendor", "benchmark"]
+    list_filter = ["benchmark", "vendor"]
+    search_fields = ["model_id", "name", "vendor"]
+
+
+@admin.register(Response)
+class ResponseAdmin(admin.ModelAdmin):
+    list_display = ["question", "model"]
+    list_filter = ["question__benchmark", "model"]
+    search_fields = ["question__question_id", "model__model_id", "text"]
+    list_select_related = ["question", "model"]
+    raw_id_fields = ["question", "model"]

@@ -1,0 +1,23 @@
+"""Benchmark bundles: read/validate (`reader`), import (`importer`), export (`exporter`).
+
+The format is ../shared/spec/bundle-format.md. Import is all or nothing: every problem is
+reported as `FILE:LINE: FIELD: message` (BundleError.problems) and nothing is written.
+"""
+
+from questions.bundles.exporter import build_files, export_bundle
+from questions.bundles.importer import ImportResult, import_bundle, import_data
+from questions.bundles.problems import BundleError
+from questions.bundles.reader import BundleData, read_bundle
+from questions.bundles.source import open_source
+
+__all__ = [
+    "BundleData",
+    "BundleError",
+    "ImportResult",
+    "build_files",
+    "export_bundle",
+    "import_bundle",
+    "import_data",
+    "open_source",
+    "read_bundle",
+]

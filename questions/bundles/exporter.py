@@ -1,0 +1,366 @@
+"""Write a benchmark back out as a bundle (folder, or .zip when the path ends in .zip).
+
+What is written (bundle-format.md, plus these documented extensions that import reads):
+- `questions.jsonl` always carries the ORIGINAL key;
+- the published editions after `original` on the chain up to the chosen edition (default:
+  the latest published) go to `corrections.jsonl`, one row per entry, each row naming its
+  `edition`; the manifest gets `corrected_edition` (the first of them) and `editions`
+  (`[{name, note}]` in chain order), so any depth of history re-imports;
+- grades and audit verdicts given against any edition of that chain, with `edition` where
+  their key entry is not in `original`, and `prompt_version` where it differs from the
+  judge's; judges carry `backend`, `model` and `prompt_version` (never secrets);
+- `review-log.jsonl` when the review app keeps an audit log (informational: import ignores it).
+
+CSV cells are formula-neutralised (questions.bundles.formula); import undoes it exactly.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from django.apps import apps
+from django.core.serializers.json import DjangoJSONEncoder
+
+from questions.bundles.formula import neutralise
+from questions.bundles.reader import ORIGINAL
+from questions.models import (
+    Benchmark,
+    Category,
+    KeyEntry,
+    ModelUnderTest,
+    Question,
+    Response,
+    Section,
+    SourceDocument,
+)
+from questions.selectors import edition_chain, get_edition
+from scoring.models import AuditVerdict, Grade, Judge
+
+
+def _jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
+    return "".join(
+        json.dumps(r, ensure_ascii=False, cls=DjangoJSONEncoder) + "\n" for r in rows
+    ).encode("utf-8")
+
+
+def _csv(header: list[str], rows: Iterable[Iterable[Any]]) -> bytes:
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([neutralise("" if v is None else str(v)) for v in row])
+    return out.getvalue().encode("utf-8")
+
+
+def _citation(entry: KeyEntry) -> dict[str, str] | None:
+    if not entry.has_citation:
+        return None
+    citation = {"doc_id": entry.citation_doc_id, "locator": entry.citation_locator}
+    if entry.citation_quote:
+        citation["quote"] = entry.citation_quote
+    return citation
+
+
+def _review_log(benchmark: Benchmark) -> bytes | None:
+    """Serialise the review app's audit log for this benchmark, if the app keeps one.
+
+    Looked up through the app registry: questions/ must not import review/ (architecture).
+    """
+    for name in ("AuditLogEntry", "AuditLog", "LogEntry"):
+        try:
+            model = apps.get_model("review", name)
+        except LookupError:
+            continue
+        fields = list(model._meta.concrete_fields)
+        names = {f.name for f in fields}
+        qs = model.objects.all()
+        if "benchmark_name" in names:
+            qs = qs.filter(benchmark_name=benchmark.name)
+        elif "benchmark" in names:
+            qs = qs.filter(benchmark=benchmark)
+        rows = [{f.attname: getattr(obj, f.attname) for f in fields} for obj in qs.order_by("pk")]
+        return _jsonl(rows) if rows else None
+    return None
+
+
+def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[str, bytes]:
+    """Return {file name: bytes} of the bundle for `benchmark` up to `edition_name`."""
+    edition = get_edition(benchmark, edition_name)
+    chain = [e for e in edition_chain(edition) if e.is_published()]
+    original = chain[0]
+    later = chain[1:]
+    files: dict[str, bytes] = {}
+
+    manifest = dict(benchmark.manifest or {})
+    manifest.update(
+        name=benchmark.name,
+        version=benchmark.version,
+        description=benchmark.description,
+        license=benchmark.license,
+        grade_scale=benchmark.grade_scale,
+    )
+    manifest.pop("corrected_edition", None)
+    manifest.pop("editions", None)
+    if later:
+        manifest["corrected_edition"] = later[0].name
+        manifest["editions"] = [{"name": e.name, "note": e.note} for e in later]
+    files["manifest.json"] = (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode()
+
+    categories = Category.objects.filter(benchmark=benchmark).order_by("category_id")
+    if categories.exists():
+        files["categories.csv"] = _csv(
+            ["category_id", "name"], ((c.category_id, c.name) for c in categories)
+        )
+    docs = (
+        SourceDocument.objects.filter(benchmark=benchmark)
+        .select_related("superseded_by")
+        .order_by("doc_id")
+    )
+    if docs.exists():
+        files["documents.csv"] = _csv(
+            [
+                "doc_id",
+                "title",
+                "short_title",
+                "kind",
+                "edition",
+                "published",
+                "status",
+                "superseded_by",
+                "url",
+            ],
+            (
+                (
+                    d.doc_id,
+                    d.title,
+                    d.short_title,
+                    d.kind,
+                    d.edition,
+                    d.published.isoformat() if d.published else "",
+                    d.status,
+                    d.superseded_by.doc_id if d.superseded_by else "",
+                    d.url,
+                )
+                for d in docs
+            ),
+        )
+    sections = (
+        Section.objects.filter(document__benchmark=benchmark)
+        .select_related("document")
+        .order_by("document__doc_id", "position", "id")
+    )
+    if sections.exists():
+        files["sections.jsonl"] = _jsonl(
+            {
+                "doc_id": s.document.doc_id,
+                "locator": s.locator,
+                "heading": s.heading,
+                "text": s.text,
+            }
+            for s in sections
+        )
+
+    entries = {e.question_id: e for e in KeyEntry.objects.filter(edition=original)}
+    questions = (
+        Question.objects.filter(benchmark=benchmark)
+        .select_related("category")
+        .order_by("question_id")
+    )
+    files["questions.jsonl"] = _jsonl(
+        {
+            "question_id": q.question_id,
+            "category_id": q.category.category_id if q.category else None,
+            "text": q.text,
+            "answer": entries[q.pk].answer,
+            "citation": _citation(entries[q.pk]),
+        }
+        for q in questions
+        if q.pk in entries
+    )
+
+    model_rows = ModelUnderTest.objects.filter(benchmark=benchmark).order_by("model_id")
+    if model_rows.exists():
+        files["models.csv"] = _csv(
+            ["model_id", "name", "vendor"], ((m.model_id, m.name, m.vendor) for m in model_rows)
+        )
+    responses = (
+        Response.objects.filter(question__benchmark=benchmark)
+        .order_by("question__question_id", "model__model_id")
+        .values_list("question__question_id", "model__model_id", "text")
+    )
+    if responses.exists():
+        files["responses.jsonl"] = _jsonl(
+            {"question_id": q, "model_id": m, "text": t} for q, m, t in responses.iterator()
+        )
+    judges = Judge.objects.filter(benchmark=benchmark).order_by("role", "judge_id")
+    judge_pv = {j.pk: j.prompt_version for j in judges}
+    if judges.exists():
+        files["judges.csv"] = _csv(
+            ["judge_id", "name", "vendor", "role", "backend", "model", "prompt_version"],
+            (
+                (j.judge_id, j.name, j.vendor, j.role, j.backend, j.model, j.prompt_version)
+                for j in judges
+            ),
+        )
+
+    if later:
+        rows = []
+        for ed in later:
+            for e in (
+                KeyEntry.objects.filter(edition=ed)
+                .select_related("question")
+                .order_by("question__question_id")
+            ):
+                rows.append(
+                    {
+                        "question_id": e.question.question_id,
+                        "action": "remove" if e.removed else "correct",
+                        "answer": e.answer,
+                        "citation": _citation(e),
+                        "reason": e.reason,
+                        "note": e.note,
+                        "edition": ed.name,
+                    }
+                )
+        files["corrections.jsonl"] = _jsonl(rows)
+
+    names = {e.pk: e.name for e in chain}
+    grades = (
+        Grade.objects.filter(key_entry__edition__in=chain)
+        .order_by(
+            "response__question__question_id",
+            "response__model__model_id",
+            "judge__judge_id",
+            "key_entry__edition_id",
+            "prompt_version",
+        )
+        .values_list(
+            "response__question__question_id",
+            "response__model__model_id",
+            "judge__judge_id",
+            "judge_id",
+            "key_entry__edition_id",
+            "prompt_version",
+            "grade",
+            "rationale",
+            "flag",
+            "flag_reason",
+            "raw_output",
+            "stop_reason",
+        )
+    )
+    if grades.exists():
+        files["grades.jsonl"] = _jsonl(
+            _grade_rows(grades.iterator(chunk_size=5000), names, judge_pv)
+        )
+    audits = (
+        AuditVerdict.objects.filter(key_entry__edition__in=chain)
+        .order_by(
+            "key_entry__question__question_id",
+            "auditor__judge_id",
+            "key_entry__edition_id",
+            "prompt_version",
+        )
+        .values_list(
+            "key_entry__question__question_id",
+            "auditor__judge_id",
+            "auditor_id",
+            "key_entry__edition_id",
+            "prompt_version",
+            "verdict",
+            "rationale",
+            "raw_output",
+        )
+    )
+    if audits.exists():
+        files["audits.jsonl"] = _jsonl(_audit_rows(audits, names, judge_pv))
+    log = _review_log(benchmark)
+    if log is not None:
+        files["review-log.jsonl"] = log
+    return files
+
+
+def _extras(row: dict[str, Any], edition: str, pv: str, judge_pv: str) -> dict[str, Any]:
+    if edition != ORIGINAL:
+        row["edition"] = edition
+    if pv != judge_pv:
+        row["prompt_version"] = pv
+    return row
+
+
+def _grade_rows(
+    rows: Iterable[tuple[Any, ...]], names: dict[int, str], judge_pv: dict[int, str]
+) -> Iterable[dict[str, Any]]:
+    for q, m, j, jpk, ed, pv, grade, rationale, flag, flag_reason, raw, stop in rows:
+        row = {
+            "question_id": q,
+            "model_id": m,
+            "judge_id": j,
+            "grade": grade,
+            "rationale": rationale,
+            "flag": flag,
+            "flag_reason": flag_reason,
+        }
+        if raw:
+            row["raw_output"] = raw
+        if stop:
+            row["stop_reason"] = stop
+        yield _extras(row, names[ed], pv, judge_pv[jpk])
+
+
+def _audit_rows(
+    rows: Iterable[tuple[Any, ...]], names: dict[int, str], judge_pv: dict[int, str]
+) -> Iterable[dict[str, Any]]:
+    for q, j, jpk, ed, pv, verdict, rationale, raw in rows:
+        row = {"question_id": q, "judge_id": j, "verdict": verdict, "rationale": rationale}
+        if raw:
+            row["raw_output"] = raw
+        yield _extras(row, names[ed], pv, judge_pv[jpk])
+
+
+def export_bundle(
+    benchmark: Benchmark, path: str | Path, edition_name: str | None = None
+) -> dict[str, int]:
+    """Write the bundle to `path` (a new or empty folder, or a .zip); return rows per file.
+
+    Raises FileExistsError when the folder exists and is not empty, NotFoundError
+    (questions.errors) for an unknown edition.
+    """
+    files = build_files(benchmark, edition_name)
+    path = Path(path)
+    if path.suffix.lower() == ".zip":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for name, data in files.items():
+                archive.writestr(name, data)
+    else:
+        if path.exists() and any(path.iterdir()):
+            raise FileExistsError(f"{path} exists and is not empty")
+        path.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (path / name).write_bytes(data)
+    return row_counts(files)
+
+
+def row_counts(files: dict[str, bytes]) -> dict[str, int]:
+    """Return {file name: rows} (CSV without its header; the manifest counts as 1)."""
+    counts = {}
+    for name, data in files.items():
+        if name.endswith(".csv"):
+            counts[name] = max(
+                0, sum(1 for _ in csv.reader(io.StringIO(data.decode(), newline=""))) - 1
+            )
+        elif name.endswith(".jsonl"):
+            counts[name] = data.count(b"\n")
+        else:
+            counts[name] = 1
+    return counts
+
+
+__all__ = ["build_files", "export_bundle"]

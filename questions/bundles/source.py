@@ -1,0 +1,188 @@
+"""Open a bundle folder or .zip and hand out its files as decoded, numbered lines.
+
+Safety of zips is checked from the central directory BEFORE anything is read: an entry
+with an absolute path or a `..` component, a total uncompressed size over
+`SNAGLIST_IMPORT_MAX_BUNDLE_BYTES` (2 GiB) or a compression ratio over
+`SNAGLIST_IMPORT_MAX_ZIP_RATIO` (200:1 for members over 1 MiB) refuses the whole zip.
+Members are read into memory with a hard limit (a lying header cannot inflate more than it
+declared) and nothing is ever extracted to disk.
+
+Text: UTF-8 with or without a BOM; lines end in LF, CRLF or CR. A line longer than
+`SNAGLIST_IMPORT_MAX_LINE_BYTES` (10 MiB) or bytes that are not UTF-8 are problems that
+name the line (and the byte offset).
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from django.conf import settings
+
+from questions.bundles.problems import BundleError, Problems
+
+BOM = b"\xef\xbb\xbf"
+_MIB = 1024 * 1024
+_BREAK = re.compile(rb"\r\n|\r|\n")
+
+
+def _setting(name: str, default: int) -> int:
+    return int(getattr(settings, name, default))
+
+
+def max_line_bytes() -> int:
+    return _setting("SNAGLIST_IMPORT_MAX_LINE_BYTES", 10 * _MIB)
+
+
+def max_bundle_bytes() -> int:
+    return _setting("SNAGLIST_IMPORT_MAX_BUNDLE_BYTES", 2 * 1024 * _MIB)
+
+
+def max_zip_ratio() -> int:
+    return _setting("SNAGLIST_IMPORT_MAX_ZIP_RATIO", 200)
+
+
+class BundleSource:
+    """The files of one bundle, by name (`questions.jsonl`), wherever they live."""
+
+    label: str
+
+    def exists(self, name: str) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def read_bytes(self, name: str) -> bytes:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class FolderSource(BundleSource):
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.label = str(root)
+
+    def exists(self, name: str) -> bool:
+        return (self.root / name).is_file()
+
+    def read_bytes(self, name: str) -> bytes:
+        return (self.root / name).read_bytes()
+
+
+class ZipSource(BundleSource):
+    """A zip whose files sit at its root or inside one top-level folder."""
+
+    def __init__(self, path: Path, members: dict[str, zipfile.ZipInfo]) -> None:
+        self.path = path
+        self.label = str(path)
+        self.members = members
+
+    def exists(self, name: str) -> bool:
+        return name in self.members
+
+    def read_bytes(self, name: str) -> bytes:
+        info = self.members[name]
+        with zipfile.ZipFile(self.path) as archive, archive.open(info) as stream:
+            data = stream.read(info.file_size + 1)
+        if len(data) > info.file_size:
+            raise BundleError([f"{name}:0: zip: inflates beyond its declared size"])
+        return data
+
+
+def _unsafe_name(name: str) -> bool:
+    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
+        return True
+    return any(part == ".." for part in re.split(r"[\\/]", name))
+
+
+def open_zip(path: Path) -> ZipSource:
+    """Check a zip's central directory and return a source over it, or raise BundleError."""
+    label = path.name
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise BundleError([f"{label}:0: zip: not a readable zip file ({exc})"]) from exc
+    with archive:
+        infos = archive.infolist()
+    problems: list[str] = []
+    total = 0
+    for info in infos:
+        if _unsafe_name(info.filename):
+            problems.append(
+                f"{label}:0: zip: entry {info.filename!r} has an absolute path or '..'; "
+                "refused (path traversal)"
+            )
+        total += info.file_size
+        if info.file_size > _MIB and info.file_size > max_zip_ratio() * max(info.compress_size, 1):
+            problems.append(
+                f"{label}:0: zip: entry {info.filename!r} expands {info.file_size} bytes from "
+                f"{info.compress_size}: compression ratio over {max_zip_ratio()}:1 "
+                "(zip bomb?); refused"
+            )
+    if total > max_bundle_bytes():
+        problems.append(
+            f"{label}:0: zip: uncompressed size {total} bytes exceeds the cap of "
+            f"{max_bundle_bytes()} bytes; refused"
+        )
+    if problems:
+        raise BundleError(problems)
+    files = [i for i in infos if not i.is_dir()]
+    prefix = ""
+    names = {i.filename for i in files}
+    if "manifest.json" not in names:
+        candidates = [n for n in names if PurePosixPath(n).name == "manifest.json"]
+        if len(candidates) == 1 and len(PurePosixPath(candidates[0]).parts) == 2:
+            prefix = PurePosixPath(candidates[0]).parts[0] + "/"
+    members = {
+        i.filename[len(prefix) :]: i
+        for i in files
+        if i.filename.startswith(prefix) and "/" not in i.filename[len(prefix) :]
+    }
+    return ZipSource(path, members)
+
+
+def open_source(path: str | Path) -> BundleSource:
+    """Return a source for a bundle folder or .zip; BundleError when it is neither."""
+    path = Path(path)
+    if path.is_dir():
+        return FolderSource(path)
+    if path.is_file() and (path.suffix.lower() == ".zip" or zipfile.is_zipfile(path)):
+        return open_zip(path)
+    raise BundleError([f"{path}:0: path: not a bundle folder or .zip file"])
+
+
+def decode_lines(
+    name: str, data: bytes, problems: Problems, *, keepends: bool = False
+) -> list[tuple[int, str]] | None:
+    """Split UTF-8 bytes into (line number, text) pairs; None when any line is unusable.
+
+    A leading BOM is dropped. Lines break at LF, CRLF or CR (bytes.splitlines breaks at
+    exactly these three). With `keepends` the break characters stay, for the csv module.
+    """
+    if data.startswith(BOM):
+        data = data[len(BOM) :]
+        offset = len(BOM)
+    else:
+        offset = 0
+    cap = max_line_bytes()
+    out: list[tuple[int, str]] = []
+    ok = True
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        body = raw.rstrip(b"\r\n")
+        if len(body) > cap:
+            problems.add(name, number, "line", f"longer than the cap of {cap} bytes; refused")
+            ok = False
+        else:
+            try:
+                text = raw.decode("utf-8") if keepends else body.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.add(
+                    name,
+                    number,
+                    "encoding",
+                    f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of "
+                    f"the line (byte offset {offset + exc.start} in the file)",
+                )
+                ok = False
+            else:
+                out.append((number, text))
+        offset += len(raw)
+    return out if ok else None

@@ -1,0 +1,97 @@
+"""Helpers shared by every management command (the contract is ../shared/spec/cli.md).
+
+- `--benchmark NAME`: optional when the database holds one benchmark; leaving it out with
+  several is a usage error (exit 2) that lists them; an unknown name is bad input (exit 1).
+- `--format json`: exactly one JSON document on stdout and nothing else there; progress
+  bars and messages go to stderr, and bars are off when stderr is not a terminal.
+- Exit codes: 0 ok, 1 bad input or failed check, 2 usage (`CommandError(returncode=...)`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+from django.core.management.base import BaseCommand, CommandError
+
+from questions.errors import AmbiguousError, DomainError, NotFoundError
+from questions.models import Benchmark
+
+T = TypeVar("T")
+
+EXIT_BAD_INPUT = 1
+EXIT_USAGE = 2
+
+
+def add_benchmark_argument(parser: Any) -> None:
+    parser.add_argument(
+        "--benchmark",
+        metavar="NAME",
+        default=None,
+        help="the benchmark (manifest name); optional when the database holds only one",
+    )
+
+
+def add_format_argument(parser: Any, choices: tuple[str, ...] = ("text", "json")) -> None:
+    parser.add_argument(
+        "--format",
+        choices=choices,
+        default=choices[0],
+        help="output format; json prints exactly one JSON document on stdout",
+    )
+
+
+def resolve_benchmark(name: str | None) -> Benchmark:
+    """Return the benchmark for `--benchmark`, translating domain errors into exit codes."""
+    from questions.selectors import get_benchmark
+
+    try:
+        return get_benchmark(name)
+    except AmbiguousError as exc:
+        raise CommandError(str(exc), returncode=EXIT_USAGE) from exc
+    except NotFoundError as exc:
+        raise CommandError(str(exc), returncode=EXIT_BAD_INPUT) from exc
+
+
+def bad_input(message: str) -> CommandError:
+    """Return the CommandError for bad input (exit 1); `raise bad_input(...)`."""
+    return CommandError(message, returncode=EXIT_BAD_INPUT)
+
+
+def usage_error(message: str) -> CommandError:
+    return CommandError(message, returncode=EXIT_USAGE)
+
+
+def domain_error(exc: DomainError) -> CommandError:
+    """Map a domain error to its exit code: ambiguity is usage (2), the rest bad input (1)."""
+    code = EXIT_USAGE if isinstance(exc, AmbiguousError) else EXIT_BAD_INPUT
+    return CommandError(str(exc), returncode=code)
+
+
+def write_json(command: BaseCommand, document: Any) -> None:
+    """Write one JSON document (UTF-8, no NaN) to the command's stdout."""
+    command.stdout.write(json.dumps(document, ensure_ascii=False, allow_nan=False, indent=2))
+
+
+def wants_progress(options: dict[str, Any]) -> bool:
+    """Return True when a progress bar may be drawn: text output and stderr is a terminal."""
+    if options.get("format") == "json":
+        return False
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def progress(
+    iterable: Iterable[T], *, enabled: bool, total: int | None = None, desc: str = ""
+) -> Iterator[T]:
+    """Wrap `iterable` in a tqdm bar on stderr when `enabled`, else return it unchanged."""
+    if not enabled:
+        yield from iterable
+        return
+    from tqdm import tqdm
+
+    yield from tqdm(iterable, total=total, desc=desc, file=sys.stderr, leave=False, unit="row")

@@ -1,0 +1,124 @@
+"""Index the plain text of source documents into located passages (Section rows)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from questions import sources
+from questions.cli import (
+    add_benchmark_argument,
+    add_format_argument,
+    bad_input,
+    resolve_benchmark,
+    usage_error,
+    write_json,
+)
+from questions.models import Section, SourceDocument
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise bad_input(f"{path}: cannot read: {exc.strerror}") from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise bad_input(
+            f"{path}:{line}: encoding: not valid UTF-8 at byte offset {exc.start}"
+        ) from exc
+
+
+class Command(BaseCommand):
+    help = (
+        "Index source document text files into located passages (paragraphs, tables, "
+        "diagrams). Creates the SourceDocument when it is new (metadata guessed from the "
+        "file) and replaces its passages; a stored document's metadata is kept."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files")
+        parser.add_argument(
+            "--doc-id",
+            default=None,
+            metavar="ID",
+            help="the document's doc_id (only with one FILE)",
+        )
+        add_benchmark_argument(parser)
+        add_format_argument(parser)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        paths = [Path(f) for f in options["files"]]
+        if options["doc_id"] and len(paths) > 1:
+            raise usage_error("--doc-id names one document: give exactly one FILE")
+        benchmark = resolve_benchmark(options["benchmark"])
+        parsed = []
+        seen: dict[str, Path] = {}
+        for path in paths:
+            text = _read_text(path)
+            try:
+                meta = sources.guess_document_meta(path.name, text)
+            except ValueError as exc:
+                if not options["doc_id"]:
+                    raise bad_input(f"{path}: {exc}; name it with --doc-id") from exc
+                meta = {"title": options["doc_id"], "edition": None, "kind": ""}
+            doc_id = options["doc_id"] or meta["doc_id"]
+            if doc_id in seen:
+                raise bad_input(f"{path} and {seen[doc_id]} are both document {doc_id!r}")
+            seen[doc_id] = path
+            sections = sources.parse_sections(text)
+            if not sections:
+                raise bad_input(f"{path}: no located passages found (is it a document text?)")
+            parsed.append((path, doc_id, meta, sections))
+        report = []
+        with transaction.atomic():
+            for path, doc_id, meta, sections in parsed:
+                document, created = SourceDocument.objects.get_or_create(
+                    benchmark=benchmark,
+                    doc_id=doc_id,
+                    defaults={
+                        "title": meta.get("title") or doc_id,
+                        "short_title": doc_id,
+                        "edition": str(meta["edition"]) if meta.get("edition") else "",
+                        "kind": meta.get("kind") or "",
+                    },
+                )
+                if not created and not document.edition and meta.get("edition"):
+                    document.edition = str(meta["edition"])
+                    document.save(update_fields=["edition"])
+                removed, _ = Section.objects.filter(document=document).delete()
+                Section.objects.bulk_create(
+                    [
+                        Section(
+                            document=document,
+                            locator=s.locator,
+                            heading=s.heading,
+                            text=s.text,
+                            position=s.position,
+                        )
+                        for s in sections
+                    ],
+                    batch_size=1000,
+                )
+                report.append(
+                    {
+                        "file": str(path),
+                        "doc_id": doc_id,
+                        "created": created,
+                        "sections": len(sections),
+                        "replaced": removed,
+                    }
+                )
+        if options["format"] == "json":
+            write_json(self, {"benchmark": benchmark.name, "documents": report})
+            return
+        for row in report:
+            state = "new document" if row["created"] else f"replaced {row['replaced']} passages"
+            self.stdout.write(
+                f"{row['doc_id']}: {row['sections']} passages ({state}) from {row['file']}"
+            )

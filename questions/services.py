@@ -1,0 +1,174 @@
+"""Every write to the data layer outside a bundle import (conventions.md: services write).
+
+Each function is keyword-only, runs in one transaction and raises a `questions.errors`
+domain error for an illegal action. Methodology rule 7 (published key editions are
+immutable) is enforced here in Python and, underneath, by database triggers (migration
+0002), so a bug here still cannot change a published row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from questions.errors import (
+    DomainError,
+    ImmutableEditionError,
+    InvalidTransitionError,
+    NotFoundError,
+)
+from questions.models import Benchmark, KeyEdition, KeyEntry, Question, SourceDocument
+
+
+def key_edition_create(
+    *,
+    benchmark: Benchmark,
+    name: str,
+    parent: KeyEdition | None,
+    note: str = "",
+    user: Any = None,
+) -> KeyEdition:
+    """Open a draft key edition on top of `parent` (None only for `original`).
+
+    A benchmark has at most one draft (constraint `edition_one_draft_per_benchmark`);
+    raises InvalidTransitionError when one is open or the name is taken, DomainError when
+    `parent` is an unpublished edition or belongs to another benchmark.
+    """
+    with transaction.atomic():
+        Benchmark.objects.select_for_update().get(pk=benchmark.pk)
+        if parent is not None:
+            if parent.benchmark_id != benchmark.pk:
+                raise DomainError("the parent edition belongs to another benchmark")
+            if not parent.is_published():
+                raise DomainError(f"parent edition {parent.name!r} is not published")
+        draft = KeyEdition.objects.filter(benchmark=benchmark, status=KeyEdition.Status.DRAFT)
+        if draft.exists():
+            raise InvalidTransitionError(
+                f"benchmark {benchmark.name!r} already has a draft edition "
+                f"{draft.first().name!r}: publish it first"
+            )
+        if KeyEdition.objects.filter(benchmark=benchmark, name=name).exists():
+            raise InvalidTransitionError(f"an edition named {name!r} already exists")
+        return KeyEdition.objects.create(benchmark=benchmark, name=name, parent=parent, note=note)
+
+
+def key_edition_publish(*, edition: KeyEdition, user: Any = None) -> KeyEdition:
+    """Publish a draft edition (draft -> published, published_at = now); it is then frozen.
+
+    Raises InvalidTransitionError when the edition is already published. The row is
+    locked first so two editors publishing at once cannot both succeed.
+    """
+    with transaction.atomic():
+        locked = KeyEdition.objects.select_for_update().get(pk=edition.pk)
+        if locked.status != KeyEdition.Status.DRAFT:
+            raise InvalidTransitionError(f"key edition {locked.name!r} is already published")
+        locked.status = KeyEdition.Status.PUBLISHED
+        locked.published_at = timezone.now()
+        locked.published_by = user if getattr(user, "pk", None) else None
+        locked.save(update_fields=["status", "published_at", "published_by"])
+    edition.status, edition.published_at = locked.status, locked.published_at
+    edition.published_by = locked.published_by
+    return locked
+
+
+def key_entry_create(
+    *,
+    edition: KeyEdition,
+    question: Question,
+    answer: str = "",
+    citation_doc_id: str = "",
+    citation_locator: str = "",
+    citation_quote: str = "",
+    has_citation: bool | None = None,
+    removed: bool = False,
+    reason: str = "",
+    note: str = "",
+) -> KeyEntry:
+    """Add a question's entry (a correction, or a removal with `removed=True`) to a draft.
+
+    `has_citation` defaults to "a doc_id was given". The doc_id must name a source
+    document of the benchmark. Raises ImmutableEditionError for a published edition,
+    DomainError for a question of another benchmark, a duplicate entry or a bad reason,
+    NotFoundError for an unknown document.
+    """
+    if reason and reason not in KeyEntry.Reason.values:
+        raise DomainError(f"unknown reason {reason!r}: one of {', '.join(KeyEntry.Reason.values)}")
+    if has_citation is None:
+        has_citation = bool(citation_doc_id)
+    with transaction.atomic():
+        locked = KeyEdition.objects.select_for_update().get(pk=edition.pk)
+        if locked.is_published():
+            raise ImmutableEditionError(
+                f"key edition {locked.name!r} is published: no entry may be added to it"
+            )
+        if question.benchmark_id != locked.benchmark_id:
+            raise DomainError("the question belongs to another benchmark")
+        if KeyEntry.objects.filter(edition=locked, question=question).exists():
+            raise DomainError(
+                f"edition {locked.name!r} already has an entry for {question.question_id}"
+            )
+        document = None
+        if has_citation and citation_doc_id:
+            document = SourceDocument.objects.filter(
+                benchmark_id=locked.benchmark_id, doc_id=citation_doc_id
+            ).first()
+            if document is None:
+                raise NotFoundError(f"no source document {citation_doc_id!r} in this benchmark")
+        return KeyEntry.objects.create(
+            edition=locked,
+            question=question,
+            answer=answer,
+            citation_document=document,
+            citation_doc_id=citation_doc_id if has_citation else "",
+            citation_locator=citation_locator if has_citation else "",
+            citation_quote=citation_quote if has_citation else "",
+            has_citation=has_citation,
+            removed=removed,
+            reason=reason,
+            note=note,
+        )
+
+
+def question_exclude(*, question: Question, reason: str, user: Any = None) -> Question:
+    """Take a question out of scoring (rule 4, both auditors adverse) with a reason.
+
+    Idempotent: excluding an excluded question keeps its first reason and time. Raises
+    DomainError for an empty reason (constraint `question_exclusion_has_reason`).
+    """
+    reason = (reason or "").strip()
+    if not reason:
+        raise DomainError("an exclusion needs a reason")
+    if len(reason) > Question._meta.get_field("excluded_reason").max_length:
+        raise DomainError("the exclusion reason is too long (50 characters at most)")
+    with transaction.atomic():
+        locked = Question.objects.select_for_update().get(pk=question.pk)
+        if locked.scoring_status == Question.ScoringStatus.EXCLUDED:
+            return locked
+        locked.scoring_status = Question.ScoringStatus.EXCLUDED
+        locked.excluded_reason = reason
+        locked.excluded_at = timezone.now()
+        locked.save(update_fields=["scoring_status", "excluded_reason", "excluded_at"])
+    _copy_exclusion(locked, question)
+    return locked
+
+
+def question_include(*, question: Question, user: Any = None) -> Question:
+    """Put an excluded question back into scoring (idempotent)."""
+    with transaction.atomic():
+        locked = Question.objects.select_for_update().get(pk=question.pk)
+        if locked.scoring_status == Question.ScoringStatus.SCORED:
+            return locked
+        locked.scoring_status = Question.ScoringStatus.SCORED
+        locked.excluded_reason = ""
+        locked.excluded_at = None
+        locked.save(update_fields=["scoring_status", "excluded_reason", "excluded_at"])
+    _copy_exclusion(locked, question)
+    return locked
+
+
+def _copy_exclusion(source: Question, target: Question) -> None:
+    target.scoring_status = source.scoring_status
+    target.excluded_reason = source.excluded_reason
+    target.excluded_at = source.excluded_at

@@ -1,0 +1,104 @@
+"""Admin for judges, grades, audit verdicts and scoring runs. Secrets are never stored:
+a judge names the environment variable that holds its key (`api_key_env`)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from scoring import models as m
+
+
+@admin.register(m.Judge)
+class JudgeAdmin(admin.ModelAdmin):
+    list_display = [
+        "judge_id",
+        "name",
+        "role",
+        "vendor",
+        "backend",
+        "model",
+        "prompt_version",
+        "active",
+        "benchmark",
+    ]
+    list_filter = ["benchmark", "role", "backend", "vendor", "active"]
+    search_fields = ["judge_id", "name", "model"]
+
+
+@admin.register(m.ScoringRun)
+class ScoringRunAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "benchmark",
+        "edition",
+        "kind",
+        "status",
+        "needed",
+        "done",
+        "graded",
+        "reused",
+        "failed",
+        "unparsed",
+        "created_at",
+    ]
+    list_filter = ["benchmark", "kind", "status"]
+    search_fields = ["id", "edition__name", "error"]
+    list_select_related = ["benchmark", "edition"]
+    raw_id_fields = ["edition", "created_by"]
+    filter_horizontal = ["judges"]
+
+
+@admin.register(m.Grade)
+class GradeAdmin(admin.ModelAdmin):
+    list_display = [
+        "response",
+        "judge",
+        "key_entry",
+        "grade",
+        "flag",
+        "prompt_version",
+        "created_at",
+    ]
+    list_filter = ["judge__benchmark", "judge", "grade", "flag", "prompt_version"]
+    search_fields = [
+        "response__question__question_id",
+        "response__model__model_id",
+        "rationale",
+        "flag_reason",
+    ]
+    list_select_related = [
+        "response__question",
+        "response__model",
+        "judge",
+        "key_entry__edition",
+        "key_entry__question",
+    ]
+    raw_id_fields = ["response", "key_entry", "run"]
+
+
+@admin.register(m.AuditVerdict)
+class AuditVerdictAdmin(admin.ModelAdmin):
+    list_display = ["key_entry", "auditor", "verdict", "prompt_version", "created_at"]
+    list_filter = ["auditor__benchmark", "auditor", "verdict"]
+    search_fields = ["key_entry__question__question_id", "rationale"]
+    list_select_related = ["key_entry__edition", "key_entry__question", "auditor"]
+    raw_id_fields = ["key_entry", "run"]
+
+
+@admin.register(m.JudgeCall)
+class JudgeCallAdmin(admin.ModelAdmin):
+    list_display = ["id", "run", "judge", "outcome", "prompt_version", "created_at"]
+    list_filter = ["outcome", "judge"]
+    search_fields = ["detail"]
+    list_select_related = ["run__edition", "judge"]
+    raw_id_fields = ["run", "response", "key_entry"]
+
+
+# Models another engineer is adding (scoring/models.py is theirs): registered when present.
+if hasattr(m, "RunItem"):
+
+    @admin.register(m.RunItem)
+    class RunItemAdmin(admin.ModelAdmin):
+        list_display = ["id", "run", "judge", "state", "attempts", "lease_until"]
+        list_filter = ["state", "judge"]
+        raw_id_fields = ["run", "response", "key_entry"]

@@ -1,0 +1,171 @@
+"""Malformed bundles are refused with every problem named by file and line; nothing is written.
+
+The folders in tests/data/bad-bundles/ come from make_bad_bundles.py there; zips and
+over-long lines are generated here so no large or hostile file is committed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.bundle_factory import db_counts
+
+BAD = Path(__file__).resolve().parent / "data" / "bad-bundles"
+CASES = sorted(p.name for p in BAD.iterdir() if p.is_dir())
+
+
+def run_import(path: Path | str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("import_bundle", str(path), stdout=out, stderr=err)
+    except CommandError as exc:
+        return exc.returncode, out.getvalue(), err.getvalue()
+    return 0, out.getvalue(), err.getvalue()
+
+
+def test_there_are_at_least_thirty_bad_bundles():
+    assert len(CASES) >= 30
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", CASES)
+def test_bad_bundle_is_refused_with_its_mistake_named_and_nothing_written(case):
+    before = db_counts()
+    code, out, err = run_import(BAD / case)
+    expected = (BAD / case / "expected.txt").read_text(encoding="utf-8").splitlines()
+    assert code == 1, err
+    for substring in filter(None, expected):
+        assert substring in err, f"{substring!r} not in:\n{err}"
+    assert db_counts() == before
+
+
+def _zip(path: Path, members: dict[str, bytes], *, base: Path | None = None) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        if base is not None:
+            for f in sorted(base.iterdir()):
+                if f.name != "expected.txt":
+                    archive.writestr(f.name, f.read_bytes())
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+@pytest.fixture
+def good_folder(tmp_path):
+    from tests.bundle_factory import write_bundle
+
+    folder = tmp_path / "good"
+    write_bundle(folder, n_questions=5, n_models=2, seed=3, name="good")
+    return folder
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_zip_with_path_traversal_is_refused(tmp_path, good_folder):
+    path = _zip(
+        tmp_path / "evil.zip", {"../../etc/evil.txt": b"x", "/abs.txt": b"y"}, base=good_folder
+    )
+    code, _, err = run_import(path)
+    assert code == 1
+    assert "'../../etc/evil.txt' has an absolute path or '..'" in err
+    assert "'/abs.txt'" in err
+    assert db_counts()["Benchmark"] == 0
+    assert not (tmp_path.parent / "etc" / "evil.txt").exists()
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_zip_bomb_is_refused_before_anything_is_inflated(tmp_path, good_folder, settings):
+    # 50 MB of zeros deflate to ~50 kB: a ratio of ~1000:1.
+    path = _zip(
+        tmp_path / "bomb.zip", {"padding.bin": b"\0" * (50 * 1024 * 1024)}, base=good_folder
+    )
+    assert path.stat().st_size < 1024 * 1024
+    code, _, err = run_import(path)
+    assert code == 1
+    assert "compression ratio over 200:1" in err
+    settings.SNAGLIST_IMPORT_MAX_ZIP_RATIO = 10_000
+    settings.SNAGLIST_IMPORT_MAX_BUNDLE_BYTES = 10 * 1024 * 1024
+    code, _, err = run_import(path)
+    assert code == 1
+    assert "exceeds the cap of 10485760 bytes" in err
+    assert db_counts()["Benchmark"] == 0
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_good_zip_imports_including_one_with_a_top_level_folder(tmp_path, good_folder):
+    flat = _zip(tmp_path / "flat.zip", {}, base=good_folder)
+    assert run_import(flat)[0] == 0
+    nested = tmp_path / "nested.zip"
+    with zipfile.ZipFile(nested, "w") as archive:
+        for f in good_folder.iterdir():
+            archive.writestr(f"good/{f.name}", f.read_bytes())
+    code, out, _ = run_import(nested)
+    assert code == 0 and "already imported" in out
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_over_long_line_is_refused_naming_the_line(tmp_path, good_folder, settings):
+    settings.SNAGLIST_IMPORT_MAX_LINE_BYTES = 10 * 1024 * 1024
+    path = good_folder / "responses.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    long_text = "x" * (10 * 1024 * 1024 + 1)
+    row = {"question_id": "Q0001", "model_id": "model-01", "text": long_text}
+    lines.insert(2, (json.dumps(row) + "\n").encode())
+    path.write_bytes(b"".join(lines))
+    code, _, err = run_import(good_folder)
+    assert code == 1
+    assert "responses.jsonl:3: line: longer than the cap of 10485760 bytes" in err
+    assert db_counts()["Benchmark"] == 0
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_mistakes_in_three_files_are_all_reported_and_nothing_is_written(tmp_path, good_folder):
+    def edit(name, old, new, count=1):
+        p = good_folder / name
+        text = p.read_text(encoding="utf-8")
+        assert old in text
+        p.write_text(text.replace(old, new, count), encoding="utf-8")
+
+    edit(
+        "judges.csv",
+        "j-anthropic,Judge (Anthropic),anthropic,judge",
+        "j-anthropic,Judge (Anthropic),anthropic,umpire",
+    )
+    lines = (good_folder / "responses.jsonl").read_text(encoding="utf-8").splitlines(True)
+    lines[3] = lines[3].replace('"model_id": "model-02"', '"model_id": "model-77"')
+    (good_folder / "responses.jsonl").write_text("".join(lines), encoding="utf-8")
+    glines = (good_folder / "grades.jsonl").read_text(encoding="utf-8").splitlines(True)
+    glines[0] = glines[0].replace('"grade": ', '"grade": 7, "was": ', 1)
+    glines[5] = glines[5][:30] + "\n"
+    (good_folder / "grades.jsonl").write_text("".join(glines), encoding="utf-8")
+    before = db_counts()
+    code, _, err = run_import(good_folder)
+    assert code == 1
+    assert "judges.csv:3: role: 'umpire' is not one of judge, auditor" in err
+    assert "responses.jsonl:4: model_id: unknown model 'model-77'" in err
+    assert "grades.jsonl:1: grade: 7 is not on the grade scale [0, 1, 2]" in err
+    assert "grades.jsonl:6: json: broken JSON" in err
+    assert db_counts() == before
+
+
+@pytest.mark.django_db
+def test_error_output_is_capped(tmp_path, good_folder, settings):
+    settings.SNAGLIST_IMPORT_ERROR_CAP = 5
+    p = good_folder / "grades.jsonl"
+    p.write_text(p.read_text().replace('"grade": 2', '"grade": 9'), encoding="utf-8")
+    code, _, err = run_import(good_folder)
+    assert code == 1
+    problem_lines = [line for line in err.splitlines() if line.startswith("grades.jsonl:")]
+    assert len(problem_lines) == 5
+    assert "more problems not shown (cap 5)" in err
