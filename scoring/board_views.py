@@ -1,0 +1,365 @@
+"""Leaderboard and methodology report pages (htmx), with CSV / JSON / Markdown downloads.
+
+Thin views: resolve the benchmark and editions, ask `scoring.selectors` / `scoring.report`
+for the figures (cached), shape them for the templates. The edition switch re-renders the
+board fragment for htmx requests (`Vary: HX-Request`) and the whole page otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+
+from questions.errors import DomainError, NotFoundError
+from questions.models import Benchmark, KeyEdition
+from questions.selectors import latest_published_edition
+from scoring.engine import compare_leaderboards
+from scoring.report import (
+    banding_sentence,
+    build_report,
+    figure_rows,
+    leaderboard_csv,
+    report_markdown,
+)
+from scoring.selectors import BANDINGS, BoardResult, board_for_edition
+
+SVG_WIDTH = 220
+SVG_HEIGHT = 18
+
+
+# ----------------------------------------------------------------------------- helpers
+def _benchmark_index(request: HttpRequest, url_name: str, title: str) -> HttpResponse:
+    benchmarks = list(Benchmark.objects.order_by("name"))
+    if len(benchmarks) == 1:
+        return redirect(url_name, benchmark=benchmarks[0].name)
+    items = [{"name": b.name, "url": reverse(url_name, args=[b.name])} for b in benchmarks]
+    return render(
+        request, "scoring/benchmark_index.html", {"benchmarks": items, "page_title": title}
+    )
+
+
+def _editions(benchmark: Benchmark) -> list[KeyEdition]:
+    return list(KeyEdition.objects.filter(benchmark=benchmark).order_by("created_at", "id"))
+
+
+def _pick(editions: list[KeyEdition], name: str | None, default: KeyEdition | None):
+    if not name:
+        return default
+    for e in editions:
+        if e.name == name:
+            return e
+    raise Http404(f"no key edition {name!r}")
+
+
+def _selection(request: HttpRequest, benchmark_name: str) -> dict[str, Any]:
+    """Resolve benchmark, edition, comparison edition and banding from the query string."""
+    benchmark = get_object_or_404(Benchmark, name=benchmark_name)
+    editions = _editions(benchmark)
+    latest = latest_published_edition(benchmark)
+    default = latest or (editions[-1] if editions else None)
+    edition = _pick(editions, request.GET.get("edition"), default)
+    if edition is None:
+        raise Http404("this benchmark has no key edition")
+    compare_name = request.GET.get("compare") or ""
+    compare = _pick(editions, compare_name, None) if compare_name else None
+    banding = request.GET.get("banding") or "gap"
+    if banding not in BANDINGS:
+        banding = "gap"
+    return {
+        "benchmark": benchmark,
+        "editions": editions,
+        "edition": edition,
+        "compare": compare,
+        "banding": banding,
+    }
+
+
+def _interval_svg(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add an `svg` dict (x positions in px) to each model row; return the axis."""
+    lows = [r["ci_low"] for r in rows if r["ci_low"] is not None]
+    highs = [r["ci_high"] for r in rows if r["ci_high"] is not None]
+    if not lows:
+        return {"lo": 0, "hi": 100, "ticks": []}
+    lo = max(0.0, min(lows) - 2)
+    hi = min(100.0, max(highs) + 2)
+    if hi - lo < 5:
+        lo, hi = max(0.0, lo - 2.5), min(100.0, hi + 2.5)
+    pad = 6
+    span = SVG_WIDTH - 2 * pad
+
+    def x(v: float) -> float:
+        return round(pad + (v - lo) / (hi - lo) * span, 1)
+
+    for r in rows:
+        if r["score"] is None or r["ci_low"] is None:
+            r["svg"] = None
+            continue
+        r["svg"] = {
+            "x1": x(r["ci_low"]),
+            "x2": x(r["ci_high"]),
+            "w": max(1.0, round(x(r["ci_high"]) - x(r["ci_low"]), 1)),
+            "cx": x(r["score"]),
+        }
+    step = 5 if hi - lo <= 40 else 10 if hi - lo <= 80 else 20
+    first = int(lo // step + 1) * step
+    ticks = [{"x": x(t), "label": t} for t in range(first, int(hi) + 1, step)]
+    return {"lo": round(lo, 1), "hi": round(hi, 1), "ticks": ticks}
+
+
+def _heat_colour(score: float | None) -> str:
+    """Return a background colour for a 0-100 score: red (low) through amber to green (high)."""
+    if score is None:
+        return "#eceff3"
+    hue = round(score / 100 * 120)  # 0 red, 60 amber, 120 green
+    return f"hsl({hue}, 65%, 82%)"
+
+
+def _heat_table(doc: dict[str, Any]) -> dict[str, Any] | None:
+    categories: list[Any] = []
+    for m in doc["models"]:
+        for c in m.get("categories") or []:
+            if c["category"] not in categories:
+                categories.append(c["category"])
+    if len(categories) < 1:
+        return None
+    rows = []
+    for m in doc["models"]:
+        by_cat = {c["category"]: c for c in m.get("categories") or []}
+        cells = []
+        for cat in categories:
+            c = by_cat.get(cat)
+            score = c["score"] if c else None
+            cells.append(
+                {
+                    "score": score,
+                    "n": c["n_counted"] if c else 0,
+                    "colour": _heat_colour(score),
+                }
+            )
+        rows.append({"model_id": m["model_id"], "cells": cells})
+    return {"categories": ["(none)" if c is None else c for c in categories], "rows": rows}
+
+
+def _pairs_for_display(agreement: dict[str, Any]) -> list[dict[str, Any]]:
+    """Add confusion rows with a shade per cell (darker = more responses) to each pair."""
+    scale = agreement.get("scale") or []
+    pairs = []
+    for p in agreement["pairs"]:
+        biggest = max((v for row in p["confusion"] for v in row), default=0) or 1
+        rows = [
+            {
+                "label": label,
+                "cells": [
+                    {
+                        "n": v,
+                        "diag": i == j,
+                        "alpha": round(0.08 + 0.8 * v / biggest, 3) if v else 0,
+                    }
+                    for j, v in enumerate(row)
+                ],
+            }
+            for i, (label, row) in enumerate(zip(scale, p["confusion"], strict=False))
+        ]
+        pairs.append({**p, "scale": scale, "rows": rows})
+    return pairs
+
+
+def _board_context(sel: dict[str, Any]) -> dict[str, Any]:
+    result: BoardResult = board_for_edition(sel["edition"], banding=sel["banding"])
+    doc = result.leaderboard_dict()
+    models = doc["models"]
+    prev_band = None
+    for m in models:
+        m["band_start"] = m["band"] != prev_band
+        prev_band = m["band"]
+    axis = _interval_svg(models)
+    ctx: dict[str, Any] = {
+        **sel,
+        "result": result,
+        "doc": doc,
+        "models": models,
+        "axis": axis,
+        "svg_width": SVG_WIDTH,
+        "svg_height": SVG_HEIGHT,
+        "heat": _heat_table(doc),
+        "agreement": result.agreement_dict(),
+        "pairs": _pairs_for_display(result.agreement_dict()),
+        "banding_sentence": banding_sentence(doc),
+        "agreement_pct": None
+        if doc["agreement_rate"] is None
+        else round(100 * doc["agreement_rate"], 1),
+        "compare_result": None,
+    }
+    if sel["compare"] is not None and result.leaderboard is not None:
+        other = board_for_edition(sel["compare"], banding=sel["banding"])
+        if other.leaderboard is not None:
+            robust = compare_leaderboards(other.leaderboard, result.leaderboard).to_dict()
+            for m in robust["models"]:
+                move = m["rank_move"]
+                m["arrow"] = "" if move is None else "▲" if move > 0 else "▼" if move < 0 else "="
+                m["abs_move"] = abs(move) if move else 0
+                if m["score_original"] is not None and m["score_corrected"] is not None:
+                    m["score_change"] = round(m["score_corrected"] - m["score_original"], 2)
+                else:
+                    m["score_change"] = None
+            ctx["compare_result"] = robust
+    return ctx
+
+
+def _query(sel: dict[str, Any], **extra: str) -> str:
+    from urllib.parse import urlencode
+
+    params = {"edition": sel["edition"].name}
+    if sel.get("compare"):
+        params["compare"] = sel["compare"].name
+    if sel.get("banding") and sel["banding"] != "gap":
+        params["banding"] = sel["banding"]
+    params.update({k: v for k, v in extra.items() if v})
+    return urlencode(params)
+
+
+# ----------------------------------------------------------------------------- leaderboard
+def leaderboard_index(request: HttpRequest) -> HttpResponse:
+    """List the benchmarks, or go straight to the only one."""
+    return _benchmark_index(request, "scoring:leaderboard", "Leaderboard")
+
+
+def leaderboard(request: HttpRequest, benchmark: str) -> HttpResponse:
+    """Show the band table, heat table, agreement panel and edition comparison."""
+    sel = _selection(request, benchmark)
+    ctx = _board_context(sel)
+    base = reverse("scoring:leaderboard", args=[benchmark])
+    ctx.update(
+        {
+            "page_url": base,
+            "query": _query(sel),
+            "csv_url": reverse("scoring:leaderboard_csv", args=[benchmark]) + "?" + _query(sel),
+            "json_url": reverse("scoring:leaderboard_json", args=[benchmark]) + "?" + _query(sel),
+            "report_url": reverse("scoring:report", args=[benchmark]) + "?" + _query(sel),
+            "edition_links": [
+                {
+                    "name": e.name,
+                    "status": e.status,
+                    "url": f"{base}?edition={e.name}",
+                    "current": e.pk == sel["edition"].pk,
+                }
+                for e in sel["editions"]
+            ],
+            "compare_choices": [e for e in sel["editions"] if e.pk != sel["edition"].pk],
+        }
+    )
+    template = (
+        "scoring/leaderboard_board.html"
+        if request.htmx and not request.htmx.boosted
+        else "scoring/leaderboard.html"
+    )
+    response = render(request, template, ctx)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def leaderboard_csv_download(request: HttpRequest, benchmark: str) -> HttpResponse:
+    sel = _selection(request, benchmark)
+    doc = board_for_edition(sel["edition"], banding=sel["banding"]).leaderboard_dict()
+    response = HttpResponse(leaderboard_csv(doc), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = (
+        f'attachment; filename="leaderboard-{benchmark}-{sel["edition"].name}.csv"'
+    )
+    return response
+
+
+def leaderboard_json_download(request: HttpRequest, benchmark: str) -> HttpResponse:
+    sel = _selection(request, benchmark)
+    result = board_for_edition(sel["edition"], banding=sel["banding"])
+    doc = result.leaderboard_dict()
+    doc["agreement"] = result.agreement_dict()
+    response = HttpResponse(
+        json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=2),
+        content_type="application/json",
+    )
+    response["Content-Disposition"] = (
+        f'attachment; filename="leaderboard-{benchmark}-{sel["edition"].name}.json"'
+    )
+    return response
+
+
+# ----------------------------------------------------------------------------- report
+def report_index(request: HttpRequest) -> HttpResponse:
+    return _benchmark_index(request, "scoring:report", "Methodology report")
+
+
+def _report_selection(request: HttpRequest, benchmark: str) -> dict[str, Any]:
+    sel = _selection(request, benchmark)
+    if "compare" not in request.GET:
+        # By default compare with the parent edition (corrected-1 against original).
+        parent = next((e for e in sel["editions"] if e.pk == sel["edition"].parent_id), None)
+        sel["compare"] = parent
+    return sel
+
+
+def _report_doc(sel: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return build_report(sel["edition"], compare=sel["compare"])
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+
+
+def report(request: HttpRequest, benchmark: str) -> HttpResponse:
+    """Render the methodology report; the comparison edition is chosen on the page."""
+    sel = _report_selection(request, benchmark)
+    try:
+        doc = _report_doc(sel)
+        error = None
+    except DomainError as exc:
+        doc, error = None, str(exc)
+    query = _query(sel, compare="" if sel["compare"] else "")
+    if sel["compare"] is None:
+        query += "&compare="
+    ctx = {
+        **sel,
+        "doc": doc,
+        "error": error,
+        "figures": figure_rows(doc) if doc else [],
+        "banding_sentence": banding_sentence(doc) if doc else "",
+        "md_url": reverse("scoring:report_md", args=[benchmark]) + "?" + query,
+        "json_url": reverse("scoring:report_json", args=[benchmark]) + "?" + query,
+        "leaderboard_url": reverse("scoring:leaderboard", args=[benchmark])
+        + f"?edition={sel['edition'].name}",
+        "page_url": reverse("scoring:report", args=[benchmark]),
+    }
+    template = (
+        "scoring/report_body.html"
+        if request.htmx and not request.htmx.boosted
+        else "scoring/report.html"
+    )
+    response = render(request, template, ctx)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def report_md_download(request: HttpRequest, benchmark: str) -> HttpResponse:
+    sel = _report_selection(request, benchmark)
+    response = HttpResponse(
+        report_markdown(_report_doc(sel)), content_type="text/markdown; charset=utf-8"
+    )
+    response["Content-Disposition"] = (
+        f'attachment; filename="report-{benchmark}-{sel["edition"].name}.md"'
+    )
+    return response
+
+
+def report_json_download(request: HttpRequest, benchmark: str) -> HttpResponse:
+    sel = _report_selection(request, benchmark)
+    response = HttpResponse(
+        json.dumps(_report_doc(sel), ensure_ascii=False, allow_nan=False, indent=2),
+        content_type="application/json",
+    )
+    response["Content-Disposition"] = (
+        f'attachment; filename="report-{benchmark}-{sel["edition"].name}.json"'
+    )
+    return response
