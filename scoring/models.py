@@ -87,6 +87,11 @@ class ScoringRun(models.Model):
     failed = models.PositiveIntegerField(default=0)
     unparsed = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
+    on_complete = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Dotted name of a Celery task sent with the run id when the run finishes.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -184,6 +189,7 @@ class JudgeCall(models.Model):
         OK = "ok", "Answered"
         RETRY = "retry", "Transient error, retried"
         FAILED = "failed", "Failed"
+        LOST = "lost", "In flight at a kill"
 
     run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="calls")
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="calls")
@@ -200,3 +206,50 @@ class JudgeCall(models.Model):
 
     def __str__(self) -> str:
         return f"call {self.pk} {self.judge.judge_id} ({self.outcome})"
+
+
+class RunItem(models.Model):
+    """One pair a run must settle: (response, judge, key entry), or (key entry, auditor).
+
+    The claim of a pair is a conditional update of this row (state pending and no live
+    lease), so a duplicate task delivery or a resumed run never counts or pays twice.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        GRADED = "graded", "Graded"
+        UNPARSED = "unparsed", "Graded, output not parsed"
+        REUSED = "reused", "Graded meanwhile by another run"
+        FAILED = "failed", "Failed"
+
+    run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="items")
+    response = models.ForeignKey(Response, null=True, blank=True, on_delete=models.CASCADE)
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="+")
+    key_entry = models.ForeignKey(KeyEntry, on_delete=models.PROTECT, related_name="+")
+    state = models.CharField(max_length=20, choices=State.choices, default=State.PENDING)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    detail = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "response", "judge", "key_entry"],
+                condition=Q(response__isnull=False),
+                name="runitem_unique_grade_pair",
+            ),
+            models.UniqueConstraint(
+                fields=["run", "judge", "key_entry"],
+                condition=Q(response__isnull=True),
+                name="runitem_unique_audit_pair",
+            ),
+        ]
+        indexes = [models.Index(fields=["run", "state"], name="runitem_run_state_idx")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} item {self.pk} ({self.state})"
+
+    def pair(self) -> list[int | None]:
+        """Return the JSON-able pair [response id or None, judge id, key entry id]."""
+        return [self.response_id, self.judge_id, self.key_entry_id]

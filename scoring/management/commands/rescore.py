@@ -1,0 +1,149 @@
+"""Grade what lacks a grade against an edition's key entries (cli.md `rescore`, rule 8).
+
+    rescore [--edition NAME] [--judges ID,ID] [--wait] [--resume [--run ID]] [--format json]
+            [--benchmark NAME]
+
+Creates a re-scoring run for the pairs (response, judge) lacking a grade against the
+edition's current key entry and the judge's current prompt version, and enqueues it.
+--wait polls the database until the run finishes (with eager tasks it already has).
+--resume sends an unfinished run's pending pairs again instead of creating a run.
+Exit 0 on success, 1 on bad input or a run that finished failed, 2 on wrong usage.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from questions.cli import (
+    add_benchmark_argument,
+    add_format_argument,
+    bad_input,
+    domain_error,
+    resolve_benchmark,
+    usage_error,
+    write_json,
+)
+from questions.errors import DomainError
+from scoring import services
+from scoring.models import Judge, ScoringRun
+
+
+class RunCommand(BaseCommand):
+    """Shared body of `rescore` and `audit_key`: resolve, create or resume, wait, report."""
+
+    kind = ScoringRun.Kind.GRADE
+    role = Judge.Role.JUDGE
+    judges_option = "judges"
+    noun = "judge"
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--edition", metavar="NAME", default=None,
+                            help="key edition (default: the latest published)")
+        parser.add_argument(f"--{self.judges_option}", metavar="ID,ID", default=None,
+                            help=f"{self.noun} ids, comma-separated (default: every active "
+                                 f"{self.noun} with a backend)")
+        parser.add_argument("--wait", action="store_true",
+                            help="block until the run finishes (polls the database)")
+        parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                            help="with --wait: give up (exit 1) after this long")
+        parser.add_argument("--resume", action="store_true",
+                            help="send an unfinished run's remaining pairs again")
+        parser.add_argument("--run", type=int, default=None, metavar="ID",
+                            help="with --resume: the run (default: the edition's newest unfinished)")
+        add_benchmark_argument(parser)
+        add_format_argument(parser)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from questions.selectors import get_edition
+
+        if options["run"] is not None and not options["resume"]:
+            raise usage_error("--run is only used with --resume")
+        benchmark = resolve_benchmark(options["benchmark"])
+        try:
+            edition = get_edition(benchmark, options["edition"])
+        except DomainError as exc:
+            raise domain_error(exc) from exc
+        if options["resume"]:
+            run = self._resume(edition, options["run"])
+        else:
+            judges = self._judges(benchmark, edition, options[self.judges_option])
+            try:
+                run = services.scoring_run_create(edition=edition, judges=judges, kind=self.kind)
+            except DomainError as exc:
+                raise domain_error(exc) from exc
+            for note in filter(None, run.error.splitlines()):
+                self.stderr.write(note)
+        if options["wait"]:
+            run = self._wait(run, options["timeout"], quiet=options["format"] == "json")
+        run.refresh_from_db()
+        self._report(run, options["format"])
+        if run.status == ScoringRun.Status.FAILED:
+            raise bad_input(f"run {run.pk} finished with {run.failed} failed pair(s): {run.error}")
+
+    def _judges(self, benchmark, edition, wanted: str | None) -> list[Judge]:
+        if not wanted:
+            judges, _ = services.active_graders(edition, role=self.role)
+            if not judges:
+                raise bad_input(f"no active {self.noun} of {benchmark.name} has a backend to grade with")
+            return judges
+        ids = [w.strip() for w in wanted.split(",") if w.strip()]
+        found = {j.judge_id: j for j in Judge.objects.filter(benchmark=benchmark, judge_id__in=ids)}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            known = ", ".join(Judge.objects.filter(benchmark=benchmark, role=self.role)
+                              .values_list("judge_id", flat=True))
+            raise bad_input(f"--{self.judges_option}: unknown {self.noun}(s) {', '.join(missing)} "
+                            f"(known: {known or 'none'})")
+        return [found[i] for i in ids]
+
+    def _resume(self, edition, run_id: int | None) -> ScoringRun:
+        runs = ScoringRun.objects.filter(kind=self.kind)
+        if run_id is not None:
+            run = runs.filter(pk=run_id, benchmark=edition.benchmark).first()
+            if run is None:
+                raise bad_input(f"no {self.kind} run {run_id} in benchmark {edition.benchmark.name}")
+        else:
+            run = (runs.filter(edition=edition, status__in=services.ACTIVE_STATUSES)
+                   .order_by("-created_at", "-id").first())
+            if run is None:
+                raise bad_input(f"no unfinished {self.kind} run of edition {edition.name} to resume")
+        try:
+            services.scoring_run_resume(run=run)
+        except DomainError as exc:
+            raise domain_error(exc) from exc
+        self.stderr.write(f"run {run.pk}: resumed ({run.needed - run.done} pair(s) remaining)")
+        return run
+
+    def _wait(self, run: ScoringRun, timeout: float | None, *, quiet: bool) -> ScoringRun:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last = None
+        while True:
+            run.refresh_from_db()
+            if run.status not in services.ACTIVE_STATUSES:
+                return run
+            if not quiet and sys.stderr.isatty() and (run.done, run.needed) != last:
+                last = (run.done, run.needed)
+                self.stderr.write(f"\rrun {run.pk}: {run.done}/{run.needed}", ending="")
+            if deadline is not None and time.monotonic() > deadline:
+                raise CommandError(f"run {run.pk} still {run.status} after {timeout:g} s "
+                                   f"({run.done}/{run.needed})", returncode=1)
+            time.sleep(0.5)
+
+    def _report(self, run: ScoringRun, fmt: str) -> None:
+        summary = services.run_summary(run)
+        if fmt == "json":
+            write_json(self, summary)
+            return
+        self.stdout.write(
+            f"run {run.pk} ({run.get_kind_display().lower()}, {run.edition.name}): {run.status}; "
+            f"needed {run.needed}, graded {run.graded}, reused {run.reused}, "
+            f"failed {run.failed}, unparsed {run.unparsed}"
+        )
+
+
+class Command(RunCommand):
+    help = "Grade the responses that lack a grade against the edition's current key entries."

@@ -1,0 +1,152 @@
+"""Runs API (admins): list, detail and create re-scoring / key-audit runs; cancel; resume.
+
+Serializers validate input; services write. Same permission rule as the pages.
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from questions.errors import DomainError
+from scoring import services
+from scoring.models import Judge, ScoringRun
+from scoring.runs_permissions import CanManageRuns
+from scoring.runs_views import runs_queryset
+
+
+class LedgerSerializer(serializers.Serializer):
+    calls = serializers.IntegerField()
+    ok = serializers.IntegerField()
+    retries = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    in_flight_at_kill = serializers.IntegerField()
+    in_flight = serializers.IntegerField()
+    paid_twice = serializers.IntegerField()
+
+
+class RunSerializer(serializers.ModelSerializer):
+    """A run with the cli.md counters: needed, done, graded, reused, failed, unparsed."""
+
+    benchmark = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    edition = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    judges = serializers.SlugRelatedField(slug_field="judge_id", many=True, read_only=True)
+    progress = serializers.FloatField(read_only=True)
+
+    class Meta:
+        model = ScoringRun
+        fields = [
+            "id", "benchmark", "edition", "kind", "status", "judges", "needed", "done",
+            "graded", "reused", "failed", "unparsed", "progress", "error", "on_complete",
+            "created_at", "started_at", "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class RunDetailSerializer(RunSerializer):
+    ledger = serializers.SerializerMethodField()
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "ledger"]
+        read_only_fields = fields
+
+    @extend_schema(responses=LedgerSerializer)
+    def get_ledger(self, run: ScoringRun) -> dict:
+        return services.ledger_summary(run)
+
+
+class RunCreateSerializer(serializers.Serializer):
+    """Input of a new run: benchmark and edition names, kind, optional judge ids."""
+
+    benchmark = serializers.CharField(required=False, allow_blank=True)
+    edition = serializers.CharField(required=False, allow_blank=True)
+    kind = serializers.ChoiceField(choices=ScoringRun.Kind.choices, default=ScoringRun.Kind.GRADE)
+    judges = serializers.ListField(child=serializers.CharField(), required=False)
+
+    def validate(self, attrs: dict) -> dict:
+        from questions.selectors import get_benchmark, get_edition
+
+        try:
+            benchmark = get_benchmark(attrs.get("benchmark") or None)
+            edition = get_edition(benchmark, attrs.get("edition") or None)
+        except DomainError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+        role = Judge.Role.AUDITOR if attrs["kind"] == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
+        wanted = attrs.get("judges")
+        if wanted:
+            found = {j.judge_id: j for j in Judge.objects.filter(benchmark=benchmark, judge_id__in=wanted)}
+            missing = [w for w in wanted if w not in found]
+            if missing:
+                raise serializers.ValidationError({"judges": f"unknown judge(s): {', '.join(missing)}"})
+            judges = [found[w] for w in wanted]
+        else:
+            judges, _ = services.active_graders(edition, role=role)
+        attrs["edition_obj"], attrs["judge_objs"] = edition, judges
+        return attrs
+
+
+class RunListCreate(generics.ListAPIView):
+    """List runs (newest first), or start one (POST)."""
+
+    permission_classes = [CanManageRuns]
+    serializer_class = RunSerializer
+
+    def get_queryset(self):
+        return runs_queryset()
+
+    @extend_schema(request=RunCreateSerializer, responses={201: RunSerializer})
+    def post(self, request, *args, **kwargs):
+        data = RunCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            run = services.scoring_run_create(
+                edition=data.validated_data["edition_obj"],
+                judges=data.validated_data["judge_objs"],
+                kind=data.validated_data["kind"],
+                user=request.user,
+            )
+        except DomainError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        run.refresh_from_db()
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+class RunDetail(generics.RetrieveAPIView):
+    """One run with its judge-call ledger summary."""
+
+    permission_classes = [CanManageRuns]
+    serializer_class = RunDetailSerializer
+
+    def get_queryset(self):
+        return runs_queryset()
+
+
+class _RunAction(APIView):
+    permission_classes = [CanManageRuns]
+    action = staticmethod(services.scoring_run_cancel)
+
+    @extend_schema(request=None, responses={200: RunSerializer})
+    def post(self, request, pk: int):
+        run = get_object_or_404(ScoringRun, pk=pk)
+        try:
+            type(self).action(run=run, user=request.user)
+        except DomainError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        run.refresh_from_db()
+        return Response(RunSerializer(run).data)
+
+
+class RunCancel(_RunAction):
+    """Cancel an active run."""
+
+    action = staticmethod(services.scoring_run_cancel)
+
+
+class RunResume(_RunAction):
+    """Send an unfinished run's pending pairs again."""
+
+    action = staticmethod(services.scoring_run_resume)
+

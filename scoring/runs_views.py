@@ -1,0 +1,167 @@
+"""Runs pages (admins): list with live progress, start a re-score or key audit, run detail.
+
+Thin views: access check -> service -> redirect or partial. While a run is pending or
+running, its progress fragment carries `hx-trigger="every 1s"`; the fragment rendered
+once it has finished has none, so the polling stops by itself.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from questions.errors import DomainError
+from questions.models import Benchmark, KeyEdition
+from scoring import services
+from scoring.models import Judge, RunItem, ScoringRun
+from scoring.runs_permissions import can_manage_runs
+
+RUNS_SHOWN = 50
+FAILED_SHOWN = 200
+
+
+def _require_admin(request: HttpRequest) -> None:
+    if not can_manage_runs(request.user):
+        raise PermissionDenied("Only an admin may see or start re-scoring runs.")
+
+
+def runs_queryset():
+    """Runs with what the list shows, in a fixed number of queries."""
+    return ScoringRun.objects.select_related("benchmark", "edition", "created_by").prefetch_related(
+        Prefetch("judges", queryset=Judge.objects.only("id", "judge_id").order_by("judge_id"))
+    )
+
+
+def timing(run: ScoringRun) -> dict:
+    """Return rate (pairs/s) and ETA (s) of a running run, from its counters and start time."""
+    if run.status != ScoringRun.Status.RUNNING or not run.started_at or not run.done:
+        return {"rate": None, "eta": None}
+    elapsed = max((timezone.now() - run.started_at).total_seconds(), 0.001)
+    rate = run.done / elapsed
+    return {"rate": rate, "eta": max(0, run.needed - run.done) / rate if rate else None}
+
+
+def _decorate(run: ScoringRun) -> ScoringRun:
+    run.is_active = run.status in services.ACTIVE_STATUSES
+    run.percent = round(100 * run.progress, 1)
+    run.timing = timing(run)
+    return run
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def runs(request: HttpRequest) -> HttpResponse:
+    """List recent runs (live progress) and the editions an admin can re-score or audit."""
+    _require_admin(request)
+    recent = [_decorate(r) for r in runs_queryset()[:RUNS_SHOWN]]
+    context = {"runs": recent, "any_active": any(r.is_active for r in recent)}
+    if request.htmx:
+        return render(request, "scoring/runs_table.html", context)
+    editions = KeyEdition.objects.select_related("benchmark").order_by("benchmark__name", "created_at", "id")
+    context["editions"] = editions
+    context["benchmarks"] = Benchmark.objects.order_by("name")
+    return render(request, "scoring/runs.html", context)
+
+
+@require_POST
+def run_create(request: HttpRequest) -> HttpResponse:
+    """Start a re-scoring (kind=grade) or key-audit (kind=audit) run of one edition.
+
+    The run is enqueued after commit; the admin lands on its page.
+    """
+    _require_admin(request)
+    edition = get_object_or_404(KeyEdition.objects.select_related("benchmark"), pk=request.POST.get("edition"))
+    kind = request.POST.get("kind") or ScoringRun.Kind.GRADE
+    if kind not in ScoringRun.Kind.values:
+        messages.error(request, f"Unknown run kind {kind!r}.")
+        return redirect("scoring:runs")
+    role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
+    judges, _ = services.active_graders(edition, role=role)
+    try:
+        run = services.scoring_run_create(edition=edition, judges=judges, kind=kind, user=request.user)
+    except DomainError as exc:
+        messages.error(request, str(exc))
+        return redirect("scoring:runs")
+    messages.success(
+        request,
+        f"Run {run.pk} started for {edition.benchmark.name} / {edition.name}: "
+        f"{run.needed} pair(s) to grade, {run.reused} reused.",
+    )
+    return redirect("scoring:run-detail", pk=run.pk)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """Show one run: progress, counters, ledger summary and its failed pairs."""
+    _require_admin(request)
+    run = _decorate(get_object_or_404(runs_queryset(), pk=pk))
+    if request.htmx:
+        return render(request, "scoring/runs_progress.html", {"run": run})
+    failed = (
+        RunItem.objects.filter(run=run, state=RunItem.State.FAILED)
+        .select_related("judge", "response__model", "response__question", "key_entry__question")
+        .order_by("id")[:FAILED_SHOWN]
+    )
+    pending_held = RunItem.objects.filter(
+        run=run, state=RunItem.State.PENDING, lease_until__gt=timezone.now()
+    ).count()
+    context = {
+        "run": run,
+        "ledger": services.ledger_summary(run),
+        "failed_items": failed,
+        "pending_held": pending_held,
+        "notes": [line for line in run.error.splitlines() if line],
+    }
+    return render(request, "scoring/runs_detail.html", context)
+
+
+@require_GET
+def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    """Return the progress fragment of one run (polled by htmx while the run is active)."""
+    _require_admin(request)
+    run = _decorate(get_object_or_404(runs_queryset(), pk=pk))
+    response = render(request, "scoring/runs_progress.html", {"run": run})
+    return response
+
+
+@require_POST
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    """Cancel an active run (pairs already graded are kept)."""
+    _require_admin(request)
+    run = get_object_or_404(ScoringRun, pk=pk)
+    try:
+        services.scoring_run_cancel(run=run, user=request.user)
+        messages.success(request, f"Run {run.pk} cancelled.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return _back_to(request, run)
+
+
+@require_POST
+def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    """Send an unfinished run's pending pairs again (after a worker was lost)."""
+    _require_admin(request)
+    run = get_object_or_404(ScoringRun, pk=pk)
+    try:
+        services.scoring_run_resume(run=run, user=request.user)
+        messages.success(request, f"Run {run.pk} resumed.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return _back_to(request, run)
+
+
+def _back_to(request: HttpRequest, run: ScoringRun) -> HttpResponse:
+    url = reverse("scoring:run-detail", kwargs={"pk": run.pk})
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)

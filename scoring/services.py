@@ -1,0 +1,860 @@
+"""Re-scoring and key-audit runs: which pairs lack a grade, and grading them once (rule 8).
+
+A run is for one key edition and a set of judges (kind "grade") or auditors (kind
+"audit"). At creation it stores one RunItem per pair that lacks a Grade (or
+AuditVerdict) against the edition's *current effective* key entry and the judge's
+*current* prompt_version; every other pair is counted as reused and never re-bought.
+
+Exactly-once, in the database:
+- A pair is claimed by a conditional update of its RunItem (state pending, no live
+  lease), so two deliveries of one task cannot both call the judge for it.
+- The JudgeCall ledger row is written (outcome "started") BEFORE the backend is called
+  and settled afterwards, in the same transaction as the Grade and the run counters.
+  A "started" row found when a pair is claimed again was in flight when its worker was
+  killed: it is marked "lost" (paid, no grade) and the pair is called once more.
+- Grades are unique per (response, judge, key entry, prompt version), so a grade that
+  another run wrote meanwhile is reused, not duplicated.
+- Run counters move with F() expressions in the transaction that settles the pair; the
+  last pair to settle flips the run to complete/failed with a conditional update, and
+  only that caller sends the follow-up task (`on_complete`).
+
+Never imports review/: a caller that wants work done after a run passes a task name.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from questions.errors import DomainError, InvalidTransitionError
+from questions.models import KeyEdition, KeyEntry, Question, Response
+from questions.selectors import edition_ancestry_ids, key_entries_for_edition
+from scoring.models import AuditVerdict, Grade, Judge, JudgeCall, RunItem, ScoringRun
+
+logger = logging.getLogger(__name__)
+
+Pair = tuple[int | None, int, int]  # (response id or None for an audit, judge id, key entry id)
+
+DEFAULT_CHUNK_SIZE = 50
+ACTIVE_STATUSES = (ScoringRun.Status.PENDING, ScoringRun.Status.RUNNING)
+
+
+def _setting(name: str, default: Any) -> Any:
+    return getattr(settings, name, default)
+
+
+def chunk_size() -> int:
+    """Return how many pairs one `scoring.grade_chunk` task settles (SNAGLIST_RESCORE_CHUNK)."""
+    return int(_setting("SNAGLIST_RESCORE_CHUNK", os.environ.get("SNAGLIST_RESCORE_CHUNK", DEFAULT_CHUNK_SIZE)))
+
+
+def pair_lease_seconds() -> float:
+    """Return how long a claimed pair stays reserved for the worker that claimed it.
+
+    Longer than one judge call with all its retries (timeout x attempts + backoff), so a
+    live worker never loses its pair; a killed worker's pair frees up after this long.
+    """
+    return float(
+        _setting("SNAGLIST_PAIR_LEASE_SECONDS", os.environ.get("SNAGLIST_PAIR_LEASE_SECONDS", 900))
+    )
+
+
+# -- which judges ----------------------------------------------------------------------------
+
+
+def graders_for(judges: Iterable[Judge], *, role: str = Judge.Role.JUDGE) -> tuple[list[Judge], list[str]]:
+    """Split judges into those that can grade (active, with a backend, right role) and notes.
+
+    Returns (judges that can work, human-readable notes about each one skipped).
+    A judge with an empty backend carries imported grades only (bundle-format.md).
+    """
+    usable: list[Judge] = []
+    notes: list[str] = []
+    for judge in judges:
+        if judge.role != role:
+            notes.append(f"{judge.judge_id}: skipped, it is an {judge.get_role_display().lower()}")
+        elif not judge.backend:
+            notes.append(f"{judge.judge_id}: skipped, no backend (imported grades only)")
+        elif not judge.active:
+            notes.append(f"{judge.judge_id}: skipped, inactive")
+        else:
+            usable.append(judge)
+    return usable, notes
+
+
+def active_graders(edition: KeyEdition, *, role: str = Judge.Role.JUDGE) -> tuple[list[Judge], list[str]]:
+    """Return the benchmark's judges (or auditors) that can grade, and notes on the others."""
+    return graders_for(Judge.objects.filter(benchmark_id=edition.benchmark_id, role=role), role=role)
+
+
+# -- which pairs -----------------------------------------------------------------------------
+
+
+def _scored_entries(edition: KeyEdition) -> dict[int, int]:
+    """Return {question pk: effective key entry pk} for scored, non-removed questions."""
+    entries = key_entries_for_edition(edition)
+    scored = set(
+        Question.objects.filter(
+            benchmark_id=edition.benchmark_id, scoring_status=Question.ScoringStatus.SCORED
+        ).values_list("pk", flat=True)
+    )
+    return {qid: e.pk for qid, e in entries.items() if not e.removed and qid in scored}
+
+
+def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> list[Pair]:
+    """Return (response id, judge id, key entry id) for every pair lacking a current grade.
+
+    A pair is a response to a scored question whose effective entry in `edition` is not a
+    removal, and a judge from `judges` that can grade. It is needed when no Grade exists
+    for (response, judge, that key entry, the judge's current prompt_version). Four
+    queries whatever the size: edition tree, entries, scored questions, responses, grades.
+    Sorted by response then judge, so chunks give every judge work.
+    """
+    judges, _ = graders_for(judges)
+    if not judges:
+        return []
+    entry_of = _scored_entries(edition)
+    responses = list(
+        Response.objects.filter(question_id__in=list(entry_of)).values_list("pk", "question_id")
+        if len(entry_of) < 5000
+        else Response.objects.filter(
+            question__benchmark_id=edition.benchmark_id
+        ).values_list("pk", "question_id")
+    )
+    version = {j.pk: j.prompt_version for j in judges}
+    have = {
+        (r, j, e)
+        for r, j, e, v in Grade.objects.filter(
+            judge_id__in=list(version), key_entry__edition_id__in=edition_ancestry_ids(edition)
+        ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version")
+        if version.get(j) == v
+    }
+    needed: list[Pair] = []
+    for response_id, question_id in sorted(responses):
+        entry_id = entry_of.get(question_id)
+        if entry_id is None:
+            continue
+        for judge_id in sorted(version):
+            if (response_id, judge_id, entry_id) not in have:
+                needed.append((response_id, judge_id, entry_id))
+    return needed
+
+
+def audit_needed_pairs(*, edition: KeyEdition, auditors: Sequence[Judge]) -> list[Pair]:
+    """Return (None, auditor id, key entry id) for each entry lacking a current verdict.
+
+    Entries: the effective, non-removed entries of scored questions in `edition`.
+    """
+    auditors, _ = graders_for(auditors, role=Judge.Role.AUDITOR)
+    if not auditors:
+        return []
+    entry_ids = sorted(_scored_entries(edition).values())
+    version = {a.pk: a.prompt_version for a in auditors}
+    have = {
+        (a, e)
+        for a, e, v in AuditVerdict.objects.filter(
+            auditor_id__in=list(version), key_entry__edition_id__in=edition_ancestry_ids(edition)
+        ).values_list("auditor_id", "key_entry_id", "prompt_version")
+        if version.get(a) == v
+    }
+    return [
+        (None, auditor_id, entry_id)
+        for entry_id in entry_ids
+        for auditor_id in sorted(version)
+        if (auditor_id, entry_id) not in have
+    ]
+
+
+def _total_pairs(edition: KeyEdition, judges: Sequence[Judge], kind: str) -> int:
+    entries = _scored_entries(edition)
+    if kind == ScoringRun.Kind.AUDIT:
+        return len(entries) * len(judges)
+    n_responses = Response.objects.filter(question_id__in=list(entries)).count()
+    return n_responses * len(judges)
+
+
+# -- runs ------------------------------------------------------------------------------------
+
+
+def scoring_run_create(
+    *,
+    edition: KeyEdition,
+    judges: Sequence[Judge],
+    kind: str = ScoringRun.Kind.GRADE,
+    user: Any = None,
+    on_complete: str = "",
+    enqueue: bool = True,
+) -> ScoringRun:
+    """Create a run for the pairs that lack a grade (or verdict) and enqueue it after commit.
+
+    Judges that cannot grade (no backend, inactive, wrong role) are skipped with a note in
+    `run.error`. needed = pairs to grade now, reused = pairs already graded. A run that
+    needs nothing completes as soon as its start task runs. `on_complete` names a task
+    sent with the run id when the run finishes. Raises DomainError when no judge can grade.
+    """
+    role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
+    usable, notes = graders_for(judges, role=role)
+    if not usable:
+        raise DomainError(
+            f"no {role} of {edition} can grade: " + ("; ".join(notes) or f"no {role} selected")
+        )
+    if kind == ScoringRun.Kind.AUDIT:
+        pairs = audit_needed_pairs(edition=edition, auditors=usable)
+    else:
+        pairs = rescore_needed_pairs(edition=edition, judges=usable)
+    total = _total_pairs(edition, usable, kind)
+    with transaction.atomic():
+        run = ScoringRun.objects.create(
+            benchmark_id=edition.benchmark_id,
+            edition=edition,
+            kind=kind,
+            needed=len(pairs),
+            reused=max(0, total - len(pairs)),
+            error="\n".join(notes),
+            on_complete=on_complete or "",
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        run.judges.set(usable)
+        RunItem.objects.bulk_create(
+            [RunItem(run=run, response_id=r, judge_id=j, key_entry_id=e) for r, j, e in pairs],
+            batch_size=2000,
+        )
+        if enqueue:
+            scoring_run_enqueue(run=run)
+    return run
+
+
+def scoring_run_enqueue(*, run: ScoringRun) -> None:
+    """Send `scoring.run_start` for the run once the current transaction commits."""
+    from scoring.tasks import run_start
+
+    run_id = run.pk
+    transaction.on_commit(lambda: run_start.delay(run_id))
+
+
+def scoring_run_begin(*, run: ScoringRun) -> bool:
+    """Mark a pending run running (sets started_at); return False if it is not active."""
+    now = timezone.now()
+    ScoringRun.objects.filter(pk=run.pk, status=ScoringRun.Status.PENDING).update(
+        status=ScoringRun.Status.RUNNING, started_at=now
+    )
+    run.refresh_from_db()
+    return run.status == ScoringRun.Status.RUNNING
+
+
+def pending_pairs(*, run: ScoringRun) -> list[list[int | None]]:
+    """Return the JSON-able pairs of the run that are not settled yet."""
+    return [
+        [r, j, e]
+        for r, j, e in RunItem.objects.filter(run=run, state=RunItem.State.PENDING)
+        .order_by("id")
+        .values_list("response_id", "judge_id", "key_entry_id")
+    ]
+
+
+def scoring_run_resume(*, run: ScoringRun, user: Any = None) -> ScoringRun:
+    """Re-enqueue an unfinished run: its pending pairs are sent again (duplicates are no-ops).
+
+    Raises InvalidTransitionError for a finished or cancelled run.
+    """
+    if run.status not in ACTIVE_STATUSES:
+        raise InvalidTransitionError(f"run {run.pk} is {run.status}: nothing to resume")
+    with transaction.atomic():
+        scoring_run_enqueue(run=run)
+    return run
+
+
+def scoring_run_cancel(*, run: ScoringRun, user: Any = None) -> ScoringRun:
+    """Cancel an active run: no new pair is started; pairs already settled are kept.
+
+    Raises InvalidTransitionError when the run already finished.
+    """
+    changed = ScoringRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATUSES).update(
+        status=ScoringRun.Status.CANCELLED,
+        finished_at=timezone.now(),
+        error=_append_note(run.error, f"cancelled by {getattr(user, 'username', None) or 'system'}"),
+    )
+    run.refresh_from_db()
+    if not changed:
+        raise InvalidTransitionError(f"run {run.pk} is {run.status}: it cannot be cancelled")
+    return run
+
+
+def _append_note(text: str, note: str) -> str:
+    return f"{text}\n{note}".strip()
+
+
+def scoring_run_finish(*, run: ScoringRun) -> bool:
+    """Close the run if every pair is settled; return True only for the caller that closed it.
+
+    complete when no pair failed, failed otherwise (the failed pairs still lack a grade, so
+    the next run picks them up). The closer sends the run's `on_complete` task after commit.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        base = ScoringRun.objects.filter(
+            pk=run.pk, status__in=ACTIVE_STATUSES, done__gte=F("needed")
+        )
+        closed = base.filter(failed=0).update(status=ScoringRun.Status.COMPLETE, finished_at=now)
+        if not closed:
+            closed = base.filter(failed__gt=0).update(
+                status=ScoringRun.Status.FAILED, finished_at=now
+            )
+        if closed:
+            run.refresh_from_db()
+            if run.status == ScoringRun.Status.FAILED:
+                ScoringRun.objects.filter(pk=run.pk).update(
+                    error=_append_note(
+                        run.error, f"{run.failed} pair(s) failed; a new run will retry them"
+                    )
+                )
+            _after_finish(run)
+    if closed:
+        run.refresh_from_db()
+    return bool(closed)
+
+
+def _after_finish(run: ScoringRun) -> None:
+    run_id, follow_up = run.pk, run.on_complete
+
+    complete = run.status == ScoringRun.Status.COMPLETE
+    kind_grade = run.kind == ScoringRun.Kind.GRADE
+
+    def send() -> None:
+        from celery import current_app
+
+        if complete and kind_grade:
+            from scoring.tasks import refresh_leaderboard
+
+            refresh_leaderboard.delay(run_id)
+        if follow_up:
+            current_app.signature(follow_up, args=[run_id]).apply_async()
+
+    transaction.on_commit(send)
+
+
+def leaderboard_refresh(*, run: ScoringRun) -> None:
+    """Compute the finished run's edition leaderboard into the cache (the board is versioned
+    by its data, so this only warms it); a failure is logged, never raised."""
+    try:
+        from scoring.selectors import board_for_edition
+
+        board_for_edition(run.edition)
+    except Exception:  # noqa: BLE001 - a cache warm-up must not undo a finished run
+        logger.exception("leaderboard refresh after run %s failed", run.pk)
+
+
+def latest_run(edition: KeyEdition, *, kind: str = ScoringRun.Kind.GRADE) -> ScoringRun | None:
+    """Return the edition's newest run of `kind`: the leaderboard marks its figures stale while
+    that run is pending/running or when it failed."""
+    return ScoringRun.objects.filter(edition=edition, kind=kind).order_by("-created_at", "-id").first()
+
+
+def rescore_after_publish(edition_id: int) -> ScoringRun | None:
+    """Create and enqueue a grading run for a newly published edition (rule 8).
+
+    Uses every active judge of the benchmark that can grade; only responses whose
+    effective key entry changed (or that were never graded) end up needed. Returns None
+    (with a log line) when the edition is gone or no judge can grade.
+    """
+    edition = KeyEdition.objects.filter(pk=edition_id).first()
+    if edition is None:
+        logger.warning("rescore_after_publish: no key edition %s", edition_id)
+        return None
+    judges, notes = active_graders(edition)
+    if not judges:
+        logger.info("rescore_after_publish: no judge of %s can grade (%s)", edition, "; ".join(notes))
+        return None
+    return scoring_run_create(edition=edition, judges=judges, kind=ScoringRun.Kind.GRADE)
+
+
+def audit_run_start(
+    *,
+    edition: KeyEdition,
+    auditors: Sequence[Judge] | None = None,
+    user: Any = None,
+    on_complete: str = "",
+) -> ScoringRun:
+    """Create and enqueue an audit run; `on_complete` (a task name) gets the run id when done.
+
+    The review workflow passes e.g. "review.tasks.triage_after_audit" so triage follows
+    the audit without scoring importing review (architecture.md).
+    """
+    if auditors is None:
+        auditors, _ = active_graders(edition, role=Judge.Role.AUDITOR)
+    return scoring_run_create(
+        edition=edition, judges=auditors, kind=ScoringRun.Kind.AUDIT, user=user, on_complete=on_complete
+    )
+
+
+# -- backends --------------------------------------------------------------------------------
+
+_REDIS_CLIENT: Any = None
+
+
+def _redis_client() -> Any | None:
+    global _REDIS_CLIENT
+    url = getattr(settings, "REDIS_URL", "")
+    if not url:
+        return None
+    if _REDIS_CLIENT is None:
+        import redis
+
+        _REDIS_CLIENT = redis.Redis.from_url(url)
+    return _REDIS_CLIENT
+
+
+def judge_backend_config(judge: Judge) -> dict[str, Any]:
+    """Return the scoring.judges config for a Judge row (secrets stay in the environment).
+
+    The row's backend, model, base_url and api_key_env (the NAME of the variable) plus the
+    backend_settings keys the judges package knows (temperature, max_tokens, strictness,
+    concurrency, rpm, ...); unknown keys are dropped here rather than failing every pair.
+    """
+    from scoring.judges import CONFIG_KEYS
+
+    config = {k: v for k, v in (judge.backend_settings or {}).items() if k in CONFIG_KEYS}
+    config["backend"] = judge.backend
+    if judge.model:
+        config["model"] = judge.model
+    if judge.base_url:
+        config["base_url"] = judge.base_url
+    if judge.api_key_env:
+        config["api_key_env"] = judge.api_key_env
+    return config
+
+
+def judge_backend(judge: Judge) -> Any:
+    """Return a judge backend for a Judge row, rate-limited across workers (Redis) if configured.
+
+    Raises scoring.judges.JudgeConfigError for a bad configuration.
+    """
+    from scoring.judges import JudgeConfig, get_backend, limiter_for
+
+    config = JudgeConfig.from_dict(judge_backend_config(judge))
+    limiter = limiter_for(config, _redis_client(), f"{judge.benchmark_id}:{judge.judge_id}")
+    return get_backend(config, limiter=limiter)
+
+
+def citation_text(entry: KeyEntry) -> str:
+    """Return "<document> (<edition>) <locator>: <quote>" for a key entry ("" if uncited)."""
+    if not entry.has_citation:
+        return ""
+    doc = entry.citation_document
+    head = (doc.short_title or doc.title) if doc else entry.citation_doc_id
+    if doc and doc.edition:
+        head = f"{head} ({doc.edition})"
+    head = f"{head} {entry.citation_locator}".strip()
+    quote = (entry.citation_quote or "").strip()
+    return f"{head}: {quote}" if quote else head
+
+
+# -- settling one pair -----------------------------------------------------------------------
+
+
+class PairBusy(Exception):
+    """The pair is leased by another worker right now; try again after its lease."""
+
+
+class PairUnavailable(Exception):
+    """The judge stayed unavailable past its retry cap; the pair may be retried later."""
+
+
+@dataclass
+class ChunkOutcome:
+    """What happened to a chunk's pairs: settled states, and pairs to try again later."""
+
+    settled: dict[str, int] = field(default_factory=dict)
+    busy: list[list[int | None]] = field(default_factory=list)
+    unavailable: list[list[int | None]] = field(default_factory=list)
+    stopped: bool = False
+
+    def count(self, state: str) -> None:
+        self.settled[state] = self.settled.get(state, 0) + 1
+
+
+def _claim(item: RunItem) -> bool:
+    now = timezone.now()
+    claimed = (
+        RunItem.objects.filter(pk=item.pk, state=RunItem.State.PENDING)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .update(lease_until=now + timedelta(seconds=pair_lease_seconds()), attempts=F("attempts") + 1)
+    )
+    return claimed == 1
+
+
+def _release(item: RunItem) -> None:
+    RunItem.objects.filter(pk=item.pk, state=RunItem.State.PENDING).update(lease_until=None)
+
+
+def _settle(
+    *, run: ScoringRun, item: RunItem, state: str, call: JudgeCall | None = None,
+    call_outcome: str = "", detail: str = "",
+) -> bool:
+    """Move the item from pending to `state` and bump the run counters; False if already settled.
+
+    Runs inside the caller's transaction, so the grade, the ledger and the counters commit
+    together or not at all.
+    """
+    moved = RunItem.objects.filter(pk=item.pk, state=RunItem.State.PENDING).update(
+        state=state, lease_until=None, detail=detail[:2000]
+    )
+    if call is not None and call_outcome:
+        JudgeCall.objects.filter(pk=call.pk).update(outcome=call_outcome, detail=detail[:2000])
+    if not moved:
+        return False
+    bump: dict[str, Any] = {"done": F("done") + 1}
+    if state in (RunItem.State.GRADED, RunItem.State.UNPARSED):
+        bump["graded"] = F("graded") + 1
+    if state == RunItem.State.UNPARSED:
+        bump["unparsed"] = F("unparsed") + 1
+    if state == RunItem.State.REUSED:
+        bump["reused"] = F("reused") + 1
+    if state == RunItem.State.FAILED:
+        bump["failed"] = F("failed") + 1
+    ScoringRun.objects.filter(pk=run.pk).update(**bump)
+    return True
+
+
+def _item_for(run: ScoringRun, response_id: int | None, judge_id: int, key_entry_id: int) -> RunItem:
+    """Return the run's item for a pair, creating it (and counting it needed) if missing."""
+    lookup = {"run": run, "judge_id": judge_id, "key_entry_id": key_entry_id}
+    lookup["response_id"] = response_id
+    item = RunItem.objects.filter(**lookup).first()
+    if item is not None:
+        return item
+    try:
+        with transaction.atomic():
+            item = RunItem.objects.create(**lookup)
+            ScoringRun.objects.filter(pk=run.pk).update(needed=F("needed") + 1)
+    except IntegrityError:
+        item = RunItem.objects.get(**lookup)
+    return item
+
+
+def _mark_lost_calls(*, judge: Judge, response_id: int | None, key_entry_id: int) -> int:
+    """Mark earlier calls for this pair that never produced a grade as lost (paid, no result)."""
+    return JudgeCall.objects.filter(
+        judge=judge,
+        response_id=response_id,
+        key_entry_id=key_entry_id,
+        prompt_version=judge.prompt_version,
+        outcome__in=(JudgeCall.Outcome.STARTED, JudgeCall.Outcome.OK),
+    ).update(outcome=JudgeCall.Outcome.LOST, detail="in flight when its worker stopped; called again")
+
+
+def grade_pair(
+    *,
+    run: ScoringRun,
+    response: Response,
+    judge: Judge,
+    key_entry: KeyEntry,
+    backend: Any = None,
+    final_attempt: bool = True,
+    item: RunItem | None = None,
+) -> str:
+    """Grade one response with one judge against one key entry, at most once; return the state.
+
+    Returns the item's state: graded / unparsed / reused / failed, or pending when the judge
+    was unavailable and `final_attempt` is False (the caller retries later).
+    Raises PairBusy when another worker holds the pair. Never raises for a judge failure.
+    """
+    from scoring.judges import GradingInput, JudgeConfigError, JudgeUnavailable
+
+    item = item or _item_for(run, response.pk, judge.pk, key_entry.pk)
+    if item.state != RunItem.State.PENDING:
+        return item.state
+    if Grade.objects.filter(
+        response=response, judge=judge, key_entry=key_entry, prompt_version=judge.prompt_version
+    ).exists():
+        with transaction.atomic():
+            _settle(run=run, item=item, state=RunItem.State.REUSED, detail="grade already present")
+        return RunItem.State.REUSED
+    if not _claim(item):
+        raise PairBusy(item.pk)
+    _mark_lost_calls(judge=judge, response_id=response.pk, key_entry_id=key_entry.pk)
+    call = JudgeCall.objects.create(
+        run=run, judge=judge, response=response, key_entry=key_entry,
+        prompt_version=judge.prompt_version, outcome=JudgeCall.Outcome.STARTED,
+    )
+    try:
+        backend = backend or judge_backend(judge)
+        question = key_entry.question
+        result = backend.grade(
+            GradingInput(
+                question=question.text,
+                key_answer=key_entry.answer,
+                citation_text=citation_text(key_entry),
+                response=response.text,
+                scale=list(run.benchmark.grade_scale or [0, 1, 2]),
+            )
+        )
+    except JudgeUnavailable as exc:
+        return _judge_failed(run, item, call, str(exc), retryable=not final_attempt)
+    except JudgeConfigError as exc:
+        return _judge_failed(run, item, call, f"configuration: {exc}", retryable=False)
+    except Exception as exc:  # noqa: BLE001 - a backend bug fails this pair, not the chunk
+        if _is_database_error(exc):
+            _release(item)
+            raise
+        logger.exception("judge %s raised on response %s", judge.judge_id, response.pk)
+        return _judge_failed(run, item, call, f"{type(exc).__name__}: {exc}", retryable=False)
+
+    state = RunItem.State.GRADED if result.grade is not None else RunItem.State.UNPARSED
+    rationale = result.rationale or ""
+    if result.grade is None and not rationale:
+        rationale = f"unparsed: {result.parse_error or 'no grade found'}"
+    with transaction.atomic():
+        grade, created = Grade.objects.get_or_create(
+            response=response,
+            judge=judge,
+            key_entry=key_entry,
+            prompt_version=judge.prompt_version,
+            defaults={
+                "grade": result.grade,
+                "rationale": rationale,
+                "flag": bool(result.flag),
+                "flag_reason": result.flag_reason or "",
+                "raw_output": result.raw_output or "",
+                "stop_reason": (result.stop_reason or "")[:50],
+                "run": run,
+            },
+        )
+        if not created:
+            state = RunItem.State.REUSED
+        detail = result.parse_error or ""
+        if result.prompt_version and result.prompt_version != judge.prompt_version:
+            detail = _append_note(detail, f"backend prompt {result.prompt_version}")
+        _settle(run=run, item=item, state=state, call=call, call_outcome=JudgeCall.Outcome.OK, detail=detail)
+    return state
+
+
+def audit_pair(
+    *,
+    run: ScoringRun,
+    key_entry: KeyEntry,
+    auditor: Judge,
+    backend: Any = None,
+    final_attempt: bool = True,
+    item: RunItem | None = None,
+) -> str:
+    """Ask one auditor for a verdict on one key entry, at most once; return the item's state.
+
+    Same contract as grade_pair (the auditor sees question, key answer and citation only).
+    """
+    from scoring.judges import AuditInput, JudgeConfigError, JudgeUnavailable
+
+    item = item or _item_for(run, None, auditor.pk, key_entry.pk)
+    if item.state != RunItem.State.PENDING:
+        return item.state
+    if AuditVerdict.objects.filter(
+        key_entry=key_entry, auditor=auditor, prompt_version=auditor.prompt_version
+    ).exists():
+        with transaction.atomic():
+            _settle(run=run, item=item, state=RunItem.State.REUSED, detail="verdict already present")
+        return RunItem.State.REUSED
+    if not _claim(item):
+        raise PairBusy(item.pk)
+    _mark_lost_calls(judge=auditor, response_id=None, key_entry_id=key_entry.pk)
+    call = JudgeCall.objects.create(
+        run=run, judge=auditor, response=None, key_entry=key_entry,
+        prompt_version=auditor.prompt_version, outcome=JudgeCall.Outcome.STARTED,
+    )
+    try:
+        backend = backend or judge_backend(auditor)
+        result = backend.audit(
+            AuditInput(
+                question=key_entry.question.text,
+                key_answer=key_entry.answer,
+                citation_text=citation_text(key_entry),
+            )
+        )
+    except JudgeUnavailable as exc:
+        return _judge_failed(run, item, call, str(exc), retryable=not final_attempt)
+    except JudgeConfigError as exc:
+        return _judge_failed(run, item, call, f"configuration: {exc}", retryable=False)
+    except Exception as exc:  # noqa: BLE001
+        if _is_database_error(exc):
+            _release(item)
+            raise
+        logger.exception("auditor %s raised on key entry %s", auditor.judge_id, key_entry.pk)
+        return _judge_failed(run, item, call, f"{type(exc).__name__}: {exc}", retryable=False)
+
+    state = RunItem.State.GRADED if result.verdict is not None else RunItem.State.UNPARSED
+    rationale = result.rationale or ""
+    if result.verdict is None and not rationale:
+        rationale = f"unparsed: {result.parse_error or 'no verdict found'}"
+    with transaction.atomic():
+        _, created = AuditVerdict.objects.get_or_create(
+            key_entry=key_entry,
+            auditor=auditor,
+            prompt_version=auditor.prompt_version,
+            defaults={
+                "verdict": result.verdict,
+                "rationale": rationale,
+                "raw_output": result.raw_output or "",
+                "run": run,
+            },
+        )
+        if not created:
+            state = RunItem.State.REUSED
+        _settle(
+            run=run, item=item, state=state, call=call, call_outcome=JudgeCall.Outcome.OK,
+            detail=result.parse_error or "",
+        )
+    return state
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    from django.db import DatabaseError, InterfaceError
+
+    return isinstance(exc, DatabaseError | InterfaceError)
+
+
+def _judge_failed(run: ScoringRun, item: RunItem, call: JudgeCall, detail: str, *, retryable: bool) -> str:
+    if retryable:
+        JudgeCall.objects.filter(pk=call.pk).update(outcome=JudgeCall.Outcome.RETRY, detail=detail[:2000])
+        RunItem.objects.filter(pk=item.pk).update(lease_until=None, detail=detail[:2000])
+        raise PairUnavailable(detail)
+    with transaction.atomic():
+        _settle(
+            run=run, item=item, state=RunItem.State.FAILED, call=call,
+            call_outcome=JudgeCall.Outcome.FAILED, detail=detail,
+        )
+    return RunItem.State.FAILED
+
+
+def settle_chunk(
+    *,
+    run: ScoringRun,
+    pairs: Sequence[Sequence[int | None]],
+    final_attempt: bool = True,
+    backends: dict[int, Any] | None = None,
+) -> ChunkOutcome:
+    """Settle each pair of a chunk (grade or audit by the run's kind); stop if the run stops.
+
+    pairs: [[response id or None, judge id, key entry id], ...] (JSON from the task).
+    Pairs held by another worker, or whose judge is unavailable while retries remain, are
+    returned in `busy` / `unavailable` for the task to send again later.
+    """
+    outcome = ChunkOutcome()
+    keys = [(p[0], int(p[1]), int(p[2])) for p in pairs]
+    if not keys:
+        return outcome
+    found = RunItem.objects.filter(
+        run=run, key_entry_id__in={k[2] for k in keys}, judge_id__in={k[1] for k in keys}
+    )
+    if run.kind == ScoringRun.Kind.GRADE:
+        found = found.filter(response_id__in={k[0] for k in keys})
+    items = {(i.response_id, i.judge_id, i.key_entry_id): i for i in found}
+    judges = Judge.objects.in_bulk({k[1] for k in keys})
+    entries = KeyEntry.objects.select_related("question", "citation_document").in_bulk({k[2] for k in keys})
+    responses = Response.objects.in_bulk({k[0] for k in keys if k[0] is not None})
+    backends = {} if backends is None else backends
+    for n, key in enumerate(keys):
+        if n and n % 10 == 0 and _run_stopped(run):
+            outcome.stopped = True
+            break
+        response_id, judge_id, entry_id = key
+        judge, entry = judges.get(judge_id), entries.get(entry_id)
+        response = responses.get(response_id) if response_id is not None else None
+        if judge is None or entry is None or (response_id is not None and response is None):
+            logger.warning("run %s: pair %s refers to a missing row; skipped", run.pk, key)
+            continue
+        item = items.get(key) or _item_for(run, response_id, judge_id, entry_id)
+        if item.state != RunItem.State.PENDING:
+            continue
+        try:
+            if judge_id not in backends:
+                backends[judge_id] = judge_backend(judge)
+        except Exception as exc:  # noqa: BLE001 - bad config fails the pair with its reason
+            backends[judge_id] = _BrokenBackend(exc)
+        try:
+            if run.kind == ScoringRun.Kind.AUDIT:
+                state = audit_pair(run=run, key_entry=entry, auditor=judge, backend=backends[judge_id],
+                                   final_attempt=final_attempt, item=item)
+            else:
+                state = grade_pair(run=run, response=response, judge=judge, key_entry=entry,
+                                   backend=backends[judge_id], final_attempt=final_attempt, item=item)
+            outcome.count(state)
+        except PairBusy:
+            outcome.busy.append(list(key))
+        except PairUnavailable:
+            outcome.unavailable.append(list(key))
+    return outcome
+
+
+class _BrokenBackend:
+    """Stands in for a backend whose configuration was refused: every call fails the pair."""
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+    def grade(self, inp: Any) -> Any:
+        from scoring.judges import JudgeConfigError
+
+        raise JudgeConfigError(str(self.exc))
+
+    audit = grade
+
+
+def _run_stopped(run: ScoringRun) -> bool:
+    status = ScoringRun.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+    return status not in ACTIVE_STATUSES
+
+
+# -- reads for the runs page -----------------------------------------------------------------
+
+
+def ledger_summary(run: ScoringRun) -> dict[str, int]:
+    """Return the run's judge-call ledger: calls sent, answered, retried, failed, lost, started.
+
+    `lost` are calls in flight when a worker was killed: paid for, no grade kept, called
+    again; every other pair is paid at most once (`paid_twice` counts exceptions).
+    """
+    counts = dict(
+        JudgeCall.objects.filter(run=run).values_list("outcome").annotate(n=Count("id")).values_list("outcome", "n")
+    )
+    paid_twice = (
+        JudgeCall.objects.filter(run=run, outcome=JudgeCall.Outcome.OK)
+        .values("judge_id", "response_id", "key_entry_id", "prompt_version")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .count()
+    )
+    return {
+        "calls": sum(counts.values()),
+        "ok": counts.get(JudgeCall.Outcome.OK, 0),
+        "retries": counts.get(JudgeCall.Outcome.RETRY, 0),
+        "failed": counts.get(JudgeCall.Outcome.FAILED, 0),
+        "in_flight_at_kill": counts.get(JudgeCall.Outcome.LOST, 0),
+        "in_flight": counts.get(JudgeCall.Outcome.STARTED, 0),
+        "paid_twice": paid_twice,
+    }
+
+
+def run_summary(run: ScoringRun) -> dict[str, Any]:
+    """Return the cli.md JSON shape of a run (plus kind, done and notes)."""
+    return {
+        "run": run.pk,
+        "edition": run.edition.name,
+        "kind": run.kind,
+        "status": run.status,
+        "needed": run.needed,
+        "done": run.done,
+        "graded": run.graded,
+        "reused": run.reused,
+        "failed": run.failed,
+        "unparsed": run.unparsed,
+        "judges": sorted(run.judges.values_list("judge_id", flat=True)),
+        "notes": [line for line in run.error.splitlines() if line],
+    }

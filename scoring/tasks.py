@@ -1,0 +1,185 @@
+"""Celery tasks of re-scoring and key-audit runs: ids in, services do the work.
+
+- `scoring.run_start(run_id)`: mark the run running and fan its pending pairs out in
+  chunks of SNAGLIST_RESCORE_CHUNK (50) to `scoring.grade_chunk`. Sending it again is
+  how a run resumes (`rescore --resume`): settled pairs are skipped.
+- `scoring.grade_chunk(run_id, pairs)`: settle each pair ([response id or null, judge id,
+  key entry id]) by the run's kind; the chunk that settles the last pair closes the run
+  (DB counters, no chord: we have no result backend).
+- `scoring.refresh_leaderboard(run_id)`: warm the edition's leaderboard after a run.
+
+Every task is acks_late (settings), idempotent, and bounded by time limits below the
+broker's visibility timeout. Retries: transient database errors (autoretry, backoff),
+pairs whose judge stayed unavailable (backoff, capped, then failed), pairs leased by
+another worker (after the lease).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.db.models import Max
+from django.utils import timezone
+
+from scoring import services
+from scoring.models import RunItem, ScoringRun
+
+logger = logging.getLogger(__name__)
+
+TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
+CHUNK_SOFT_LIMIT = 1500
+CHUNK_HARD_LIMIT = 1560
+
+
+def _int_setting(name: str, default: int) -> int:
+    return int(getattr(settings, name, os.environ.get(name, default)))
+
+
+def max_chunk_retries() -> int:
+    """Return how often a chunk is sent again for pairs still owed (SNAGLIST_RESCORE_MAX_RETRIES)."""
+    return _int_setting("SNAGLIST_RESCORE_MAX_RETRIES", 8)
+
+
+def retry_base_seconds() -> float:
+    """Return the first backoff for an unavailable judge (SNAGLIST_RESCORE_RETRY_BASE_SECONDS)."""
+    return float(getattr(settings, "SNAGLIST_RESCORE_RETRY_BASE_SECONDS",
+                         os.environ.get("SNAGLIST_RESCORE_RETRY_BASE_SECONDS", 30)))
+
+
+@shared_task(
+    name="scoring.run_start",
+    bind=True,
+    acks_late=True,
+    autoretry_for=TRANSIENT_DB_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=300,
+    retry_jitter=True,
+    max_retries=10,
+    soft_time_limit=600,
+    time_limit=660,
+)
+def run_start(self, run_id: int) -> None:
+    """Start (or resume) a run: send its pending pairs out in chunks; close it if none remain."""
+    run = ScoringRun.objects.select_related("benchmark").filter(pk=run_id).first()
+    if run is None:
+        logger.warning("scoring.run_start: run %s does not exist", run_id)
+        return
+    if not services.scoring_run_begin(run=run):
+        logger.info("scoring.run_start: run %s is %s, nothing to do", run_id, run.status)
+        return
+    pairs = services.pending_pairs(run=run)
+    size = services.chunk_size()
+    for start in range(0, len(pairs), size):
+        grade_chunk.delay(run_id, pairs[start : start + size])
+    services.scoring_run_finish(run=run)
+
+
+@shared_task(
+    name="scoring.grade_chunk",
+    bind=True,
+    acks_late=True,
+    autoretry_for=TRANSIENT_DB_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=300,
+    retry_jitter=True,
+    max_retries=None,  # bounded by max_chunk_retries() below; autoretry keeps its own cap
+    soft_time_limit=CHUNK_SOFT_LIMIT,
+    time_limit=CHUNK_HARD_LIMIT,
+)
+def grade_chunk(self, run_id: int, pairs: list[list[int | None]]) -> dict[str, int]:
+    """Settle a chunk of a run's pairs; return {state: count} for this delivery."""
+    run = ScoringRun.objects.select_related("benchmark", "edition").filter(pk=run_id).first()
+    if run is None:
+        logger.warning("scoring.grade_chunk: run %s does not exist", run_id)
+        return {}
+    if run.status not in services.ACTIVE_STATUSES:
+        return {}
+    retries = self.request.retries or 0
+    if self.request.is_eager:
+        return _settle_eagerly(run, pairs, retries)
+    final = retries >= max_chunk_retries()
+    try:
+        outcome = services.settle_chunk(run=run, pairs=pairs, final_attempt=final)
+    except SoftTimeLimitExceeded:
+        # Settled pairs are skipped next time; the one interrupted keeps its lease and its
+        # "started" ledger row, so it is counted as lost when it is claimed again.
+        logger.warning("scoring.grade_chunk: run %s chunk hit its time limit; re-sent", run_id)
+        raise self.retry(countdown=1, max_retries=None) from None
+    services.scoring_run_finish(run=run)
+    again = outcome.unavailable + outcome.busy
+    if again and not outcome.stopped:
+        if final:
+            logger.warning(
+                "scoring.grade_chunk: run %s: %d pair(s) still leased after %d retries; "
+                "resume the run later", run_id, len(outcome.busy), retries,
+            )
+        else:
+            raise self.retry(
+                args=(run_id, again), countdown=_countdown(run_id, outcome, retries), max_retries=None
+            )
+    return outcome.settled
+
+
+def _settle_eagerly(run: ScoringRun, pairs: list, retries: int) -> dict[str, int]:
+    """Eager mode (no broker, the zero set-up default): retry unavailable pairs at once.
+
+    Celery's eager retry raises instead of re-sending, and there is no countdown to wait
+    out, so the retry cap is applied here in a loop. Leased pairs are left pending.
+    """
+    settled: dict[str, int] = {}
+    again = pairs
+    while again:
+        final = retries >= max_chunk_retries()
+        outcome = services.settle_chunk(run=run, pairs=again, final_attempt=final)
+        for state, n in outcome.settled.items():
+            settled[state] = settled.get(state, 0) + n
+        if outcome.busy:
+            logger.warning("scoring.grade_chunk: run %s: %d pair(s) leased elsewhere; resume later",
+                           run.pk, len(outcome.busy))
+        again, retries = outcome.unavailable, retries + 1
+        if outcome.stopped:
+            break
+    services.scoring_run_finish(run=run)
+    return settled
+
+
+def _countdown(run_id: int, outcome: services.ChunkOutcome, retries: int) -> float:
+    """Seconds before the chunk is sent again: the judge's backoff, or the longest lease held."""
+    delays = [0.0]
+    if outcome.unavailable:
+        ceiling = min(600.0, retry_base_seconds() * (2**retries))
+        delays.append(ceiling / 2 + random.uniform(0, ceiling / 2))
+    if outcome.busy:
+        until = RunItem.objects.filter(
+            run_id=run_id,
+            key_entry_id__in={p[2] for p in outcome.busy},
+            judge_id__in={p[1] for p in outcome.busy},
+            state=RunItem.State.PENDING,
+        ).aggregate(last=Max("lease_until"))["last"]
+        wait = (until - timezone.now()).total_seconds() if until else 0.0
+        delays.append(max(0.5, wait + 0.5))
+    return max(delays)
+
+
+@shared_task(
+    name="scoring.refresh_leaderboard",
+    acks_late=True,
+    autoretry_for=TRANSIENT_DB_ERRORS,
+    retry_backoff=5,
+    max_retries=3,
+    soft_time_limit=600,
+    time_limit=660,
+)
+def refresh_leaderboard(run_id: int) -> None:
+    """Warm the leaderboard cache of a finished run's edition."""
+    run = ScoringRun.objects.select_related("edition__benchmark").filter(pk=run_id).first()
+    if run is None:
+        logger.warning("scoring.refresh_leaderboard: run %s does not exist", run_id)
+        return
+    services.leaderboard_refresh(run=run)

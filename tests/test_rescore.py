@@ -1,0 +1,338 @@
+"""Re-scoring runs (methodology rule 8): only what lacks a grade is bought, and only once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from celery import shared_task
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.utils import timezone
+
+from scoring import services
+from scoring.judges import AuditResult, GradeResult, JudgeUnavailable
+from scoring.models import AuditVerdict, Grade, JudgeCall, RunItem, ScoringRun
+from tests.worker_fixtures import build_benchmark, publish_correction
+
+pytestmark = pytest.mark.django_db
+
+FOLLOW_UPS: list[int] = []
+
+
+@shared_task(name="tests.record_follow_up")
+def record_follow_up(run_id: int) -> None:
+    FOLLOW_UPS.append(run_id)
+
+
+class CountingBackend:
+    """A fake judge: grades 2 when the key answer's first figure is in the response, else 0.
+
+    Counts every call; `unavailable_for` first calls raise JudgeUnavailable (a judge
+    answering 429 past its own retry cap); `reply` overrides the raw output.
+    """
+
+    def __init__(self, *, unavailable_for: int = 0, unparsed: bool = False):
+        self.calls: list[tuple] = []
+        self.unavailable_for = unavailable_for
+        self.unparsed = unparsed
+        self.lock = threading.Lock()
+
+    def grade(self, inp):
+        with self.lock:
+            self.calls.append(("grade", inp.question, inp.response))
+            if len(self.calls) <= self.unavailable_for:
+                raise JudgeUnavailable("HTTP 429 from fake: rate limited (after 6 attempts)")
+        assert "m1" not in inp.question + inp.citation_text  # the model's name is never shown
+        if self.unparsed:
+            return GradeResult(grade=None, rationale="", flag=False, flag_reason="",
+                               raw_output="I would rather not say.", stop_reason="stop",
+                               prompt_version="judge-v1", parse_error="no grade found")
+        figure = next((w for w in inp.key_answer.split() if w.isdigit()), "")
+        grade = 2 if figure and figure in inp.response else 0
+        return GradeResult(grade=grade, rationale=f"figure {figure}", flag=False, flag_reason="",
+                           raw_output=json.dumps({"grade": grade}), stop_reason="stop",
+                           prompt_version="judge-v1")
+
+    def audit(self, inp):
+        with self.lock:
+            self.calls.append(("audit", inp.question, inp.key_answer))
+        verdict = "correct" if any(c.isdigit() for c in inp.key_answer) else "ungradeable"
+        return AuditResult(verdict=verdict, rationale="fake", raw_output=verdict,
+                           stop_reason="stop", prompt_version="auditor-v1")
+
+
+@pytest.fixture
+def fake_backend(monkeypatch):
+    backend = CountingBackend()
+    monkeypatch.setattr(services, "judge_backend", lambda judge: backend)
+    return backend
+
+
+@pytest.fixture
+def data():
+    return build_benchmark(n_questions=6, n_models=3)
+
+
+def _run(edition, judges, capture, **kwargs):
+    with capture(execute=True):
+        run = services.scoring_run_create(edition=edition, judges=judges, **kwargs)
+    run.refresh_from_db()
+    return run
+
+
+def test_one_question_correction_costs_exactly_models_times_judges_calls(
+    data, fake_backend, django_capture_on_commit_callbacks
+):
+    corrected = publish_correction(data, question_index=0)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.rescore_after_publish(corrected.pk)
+    run.refresh_from_db()
+
+    n_models, n_judges = len(data.models), len(data.judges)
+    assert len(fake_backend.calls) == n_models * n_judges == 6
+    assert JudgeCall.objects.filter(run=run).count() == 6
+    assert run.status == ScoringRun.Status.COMPLETE
+    assert (run.needed, run.done, run.graded, run.failed, run.unparsed) == (6, 6, 6, 0, 0)
+    assert run.reused == (len(data.questions) - 1) * n_models * n_judges
+    new_entry = corrected.entries.get()
+    assert Grade.objects.filter(key_entry=new_entry).count() == 6
+    assert set(Grade.objects.filter(key_entry=new_entry).values_list("run_id", flat=True)) == {run.pk}
+    # every other grade is reused untouched: still exactly one per pair, from the import
+    assert Grade.objects.filter(key_entry__edition=data.original).count() == 6 * 3 * 2
+    # the corrected answer (850) is what the judge saw
+    assert all("850" not in r for _, _, r in fake_backend.calls)
+    assert services.rescore_needed_pairs(edition=corrected, judges=data.judges) == []
+
+
+def test_needed_pairs_skip_removals_and_judges_without_backend(data):
+    corrected = publish_correction(data, question_index=0, removed_index=1)
+    data.judges[1].backend = ""
+    data.judges[1].save()
+    pairs = services.rescore_needed_pairs(edition=corrected, judges=data.judges)
+    entry = corrected.entries.get(removed=False)
+    assert pairs == sorted(pairs)
+    assert {p[1] for p in pairs} == {data.judges[0].pk}
+    assert {p[2] for p in pairs} == {entry.pk}
+    assert len(pairs) == len(data.models)
+    usable, notes = services.graders_for(data.judges)
+    assert usable == [data.judges[0]] and "no backend (imported grades only)" in notes[0]
+
+
+def test_new_prompt_version_makes_every_pair_needed_again(data):
+    judge = data.judges[0]
+    judge.prompt_version = "v2"
+    judge.save()
+    pairs = services.rescore_needed_pairs(edition=data.original, judges=data.judges)
+    assert len(pairs) == len(data.responses)
+    assert {p[1] for p in pairs} == {judge.pk}
+
+
+def test_needed_pairs_take_a_fixed_number_of_queries(data, django_assert_max_num_queries):
+    corrected = publish_correction(data)
+    with django_assert_max_num_queries(6):
+        services.rescore_needed_pairs(edition=corrected, judges=data.judges)
+
+
+def test_rerun_and_duplicate_delivery_write_and_call_nothing_twice(
+    data, fake_backend, django_capture_on_commit_callbacks
+):
+    from scoring.tasks import grade_chunk, run_start
+
+    corrected = publish_correction(data)
+    run = _run(corrected, data.judges, django_capture_on_commit_callbacks)
+    pairs = [item.pair() for item in run.items.all()]
+    before = (len(fake_backend.calls), Grade.objects.count(), JudgeCall.objects.count())
+
+    run.status = ScoringRun.Status.RUNNING  # as if the run were still going when the duplicate came
+    run.save(update_fields=["status"])
+    grade_chunk.apply(args=(run.pk, pairs))  # a duplicate delivery of a chunk
+    grade_chunk.apply(args=(run.pk, pairs))
+    run_start.apply(args=(run.pk,))  # a duplicate start: fans out nothing new
+
+    assert (len(fake_backend.calls), Grade.objects.count(), JudgeCall.objects.count()) == before
+    run.refresh_from_db()
+    assert (run.done, run.graded, run.needed) == (6, 6, 6)
+    # a second run for the same edition needs nothing and reuses everything
+    again = _run(corrected, data.judges, django_capture_on_commit_callbacks)
+    assert (again.needed, again.status) == (0, ScoringRun.Status.COMPLETE)
+    assert again.reused == len(data.responses) * 2
+    assert len(fake_backend.calls) == before[0]
+
+
+def test_pair_leased_by_another_worker_is_not_called(data, fake_backend):
+    corrected = publish_correction(data)
+    run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
+    item = run.items.first()
+    RunItem.objects.filter(pk=item.pk).update(lease_until=timezone.now() + timedelta(minutes=5))
+    outcome = services.settle_chunk(run=run, pairs=[item.pair()])
+    assert outcome.busy == [item.pair()]
+    assert fake_backend.calls == [] and JudgeCall.objects.count() == 0
+
+
+def test_call_in_flight_at_a_kill_is_counted_lost_and_asked_once_more(data, fake_backend):
+    corrected = publish_correction(data)
+    run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
+    item = run.items.first()
+    # a worker claimed the pair, wrote its ledger row, called the judge and was killed
+    RunItem.objects.filter(pk=item.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    JudgeCall.objects.create(run=run, judge=item.judge, response=item.response, key_entry=item.key_entry,
+                             prompt_version="v1", outcome=JudgeCall.Outcome.STARTED)
+    services.settle_chunk(run=run, pairs=[item.pair()])
+    ledger = services.ledger_summary(run)
+    assert ledger["in_flight_at_kill"] == 1 and ledger["ok"] == 1 and ledger["paid_twice"] == 0
+    assert Grade.objects.filter(response=item.response, judge=item.judge, key_entry=item.key_entry).count() == 1
+    assert len(fake_backend.calls) == 1
+
+
+def test_unparsed_output_is_stored_as_null_grade_with_raw_output(
+    data, monkeypatch, django_capture_on_commit_callbacks
+):
+    backend = CountingBackend(unparsed=True)
+    monkeypatch.setattr(services, "judge_backend", lambda judge: backend)
+    corrected = publish_correction(data)
+    run = _run(corrected, data.judges[:1], django_capture_on_commit_callbacks)
+    assert (run.status, run.graded, run.unparsed, run.failed) == ("complete", 3, 3, 0)
+    grade = Grade.objects.filter(run=run).first()
+    assert grade.grade is None
+    assert grade.raw_output == "I would rather not say." and grade.stop_reason == "stop"
+    assert grade.rationale == "unparsed: no grade found"
+    assert set(run.items.values_list("state", flat=True)) == {"unparsed"}
+
+
+def test_unavailable_judge_marks_pairs_failed_and_the_run_reports_it(
+    data, monkeypatch, settings, django_capture_on_commit_callbacks
+):
+    settings.SNAGLIST_RESCORE_MAX_RETRIES = 0
+    backend = CountingBackend(unavailable_for=10**6)
+    monkeypatch.setattr(services, "judge_backend", lambda judge: backend)
+    corrected = publish_correction(data)
+    run = _run(corrected, data.judges, django_capture_on_commit_callbacks)
+    assert (run.status, run.failed, run.graded, run.done) == ("failed", 6, 0, 6)
+    assert "6 pair(s) failed" in run.error
+    assert set(run.items.values_list("state", flat=True)) == {"failed"}
+    assert "HTTP 429" in run.items.first().detail
+    assert services.ledger_summary(run)["failed"] == 6
+    assert not Grade.objects.filter(run=run).exists()
+    # the failed pairs still lack a grade: the next run asks for them again
+    assert len(services.rescore_needed_pairs(edition=corrected, judges=data.judges)) == 6
+
+
+def test_judge_answering_429_for_a_while_is_retried_and_the_run_completes(
+    data, monkeypatch, settings, django_capture_on_commit_callbacks
+):
+    settings.SNAGLIST_RESCORE_MAX_RETRIES = 5
+    backend = CountingBackend(unavailable_for=3)
+    monkeypatch.setattr(services, "judge_backend", lambda judge: backend)
+    corrected = publish_correction(data)
+    run = _run(corrected, data.judges, django_capture_on_commit_callbacks)
+    assert (run.status, run.graded, run.failed) == ("complete", 6, 0)
+    ledger = services.ledger_summary(run)
+    assert ledger["retries"] == 3 and ledger["ok"] == 6 and ledger["paid_twice"] == 0
+    assert Grade.objects.filter(run=run).count() == 6
+
+
+def test_cancelled_run_grades_nothing_more(data, fake_backend):
+    from scoring.tasks import grade_chunk
+
+    corrected = publish_correction(data)
+    run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
+    services.scoring_run_cancel(run=run)
+    grade_chunk.apply(args=(run.pk, [i.pair() for i in run.items.all()]))
+    assert fake_backend.calls == []
+    run.refresh_from_db()
+    assert run.status == "cancelled" and run.finished_at is not None
+
+
+def test_audit_run_stores_verdicts_and_sends_the_follow_up(
+    data, fake_backend, django_capture_on_commit_callbacks
+):
+    FOLLOW_UPS.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.audit_run_start(edition=data.original, on_complete="tests.record_follow_up")
+    run.refresh_from_db()
+    n = len(data.questions) * len(data.auditors)
+    assert (run.kind, run.status, run.needed, run.graded) == ("audit", "complete", n, n)
+    assert AuditVerdict.objects.filter(run=run, verdict="correct").count() == n
+    assert all(kind == "audit" for kind, _, _ in fake_backend.calls) and len(fake_backend.calls) == n
+    assert FOLLOW_UPS == [run.pk]
+    again = _run(data.original, data.auditors, django_capture_on_commit_callbacks, kind="audit")
+    assert again.needed == 0 and len(fake_backend.calls) == n
+
+
+def test_grading_input_has_citation_and_no_model_name(data):
+    from questions.models import KeyEntry
+
+    entry = KeyEntry.objects.select_related("citation_document").filter(edition=data.original).first()
+    assert services.citation_text(entry) == (
+        "Approved Document K (2013) Table 1.1: Minimum clear width 800 mm"
+    )
+
+
+def test_reference_backend_config_comes_from_the_judge_row(data):
+    judge = data.judges[1]
+    judge.backend_settings = {"strictness": "strict", "concurrency": 4, "rpm": 100}
+    config = services.judge_backend_config(judge)
+    assert config == {"backend": "reference", "strictness": "strict", "concurrency": 4, "rpm": 100}
+    judge.backend_settings["typo_key"] = 1  # unknown keys are dropped, not fatal
+    backend = services.judge_backend(judge)
+    assert backend.config.strictness == "strict"
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+def _command(*args) -> dict:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rescore_command_json_with_wait(fake_backend):
+    data = build_benchmark(n_questions=6, n_models=3)
+    publish_correction(data)
+    document = _command("rescore", "--wait", "--format", "json")
+    assert {k: document[k] for k in ("edition", "status", "needed", "graded", "reused", "failed", "unparsed")} == {
+        "edition": "corrected-1", "status": "complete", "needed": 6, "graded": 6, "reused": 30,
+        "failed": 0, "unparsed": 0,
+    }
+    assert isinstance(document["run"], int)
+    document = _command("rescore", "--edition", "corrected-1", "--judges", "j2", "--format", "json")
+    assert (document["needed"], document["reused"], document["judges"]) == (0, 18, ["j2"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_audit_key_command_json(fake_backend):
+    build_benchmark(n_questions=4, n_models=2)
+    document = _command("audit_key", "--wait", "--format", "json", "--auditors", "a1")
+    assert (document["status"], document["needed"], document["graded"], document["edition"]) == (
+        "complete", 4, 4, "original")
+
+
+def test_rescore_command_errors(data):
+    with pytest.raises(CommandError) as exc:
+        call_command("rescore", "--judges", "nope", stdout=StringIO(), stderr=StringIO())
+    assert exc.value.returncode == 1 and "unknown judge(s) nope" in str(exc.value)
+    with pytest.raises(CommandError) as exc:
+        call_command("rescore", "--resume", stdout=StringIO(), stderr=StringIO())
+    assert exc.value.returncode == 1 and "no unfinished grade run" in str(exc.value)
+    with pytest.raises(CommandError) as exc:
+        call_command("rescore", "--edition", "nope", stdout=StringIO(), stderr=StringIO())
+    assert exc.value.returncode == 1
+
+
+def test_rescore_resume_sends_the_remaining_pairs(data, fake_backend, django_capture_on_commit_callbacks):
+    corrected = publish_correction(data)
+    run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
+    services.settle_chunk(run=run, pairs=[i.pair() for i in run.items.order_by("id")[:2]])
+    assert len(fake_backend.calls) == 2
+    with django_capture_on_commit_callbacks(execute=True):
+        document = _command("rescore", "--resume", "--format", "json")
+    assert document["run"] == run.pk  # printed before the test's transaction "commits"
+    run.refresh_from_db()
+    assert (run.status, run.graded, run.done) == ("complete", 6, 6)
+    assert len(fake_backend.calls) == 6
