@@ -279,6 +279,9 @@ class Proposal(models.Model):
     def is_pending(self) -> bool:
         return self.status == self.Status.PENDING
 
+    def is_removal(self) -> bool:
+        return self.action == self.Action.REMOVE
+
     def changes_key(self) -> bool:
         return self.action in (self.Action.CORRECT, self.Action.REMOVE)
 

@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
+from django.utils.dateparse import parse_date
 
 from questions.models import Benchmark, KeyEdition, KeyEntry, Question, Section
 from questions.selectors import edition_ancestry_ids, latest_published_edition
@@ -396,10 +397,16 @@ def log_entries(params) -> QuerySet[AuditLogEntry]:
         qs = qs.filter(target_type=params["target_type"])
     if params.get("target_id"):
         qs = qs.filter(target_id=params["target_id"])
-    if params.get("date_from"):
-        qs = qs.filter(created_at__date__gte=params["date_from"])
-    if params.get("date_to"):
-        qs = qs.filter(created_at__date__lte=params["date_to"])
+    for name, lookup in (
+        ("date_from", "created_at__date__gte"),
+        ("date_to", "created_at__date__lte"),
+    ):
+        try:
+            day = parse_date(params.get(name) or "")
+        except ValueError:
+            day = None
+        if day is not None:
+            qs = qs.filter(**{lookup: day})
     return qs.order_by("-created_at", "-id")
 
 

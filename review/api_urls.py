@@ -1,0 +1,3 @@
+"""Routes of the review API (see review/api.py)."""
+
+urlpatterns: list = []

@@ -1,0 +1,80 @@
+"""Forms of the review pages: they validate input shapes; services enforce the rules."""
+
+from __future__ import annotations
+
+from django import forms
+
+from questions.models import KeyEntry
+from review.models import CitationCheck, Proposal
+
+
+class VersionedForm(forms.Form):
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+
+
+class CitationCheckForm(VersionedForm):
+    locator_exists = forms.ChoiceField(
+        label="Does the locator exist in that edition?",
+        choices=CitationCheck.YesNo.choices,
+        widget=forms.RadioSelect,
+    )
+    supports = forms.ChoiceField(
+        label="Does the passage support the key answer?",
+        choices=CitationCheck.Supports.choices,
+        widget=forms.RadioSelect,
+    )
+    edition_in_force = forms.ChoiceField(
+        label="Is that edition in force?",
+        choices=CitationCheck.InForce.choices,
+        widget=forms.RadioSelect,
+    )
+    amended = forms.ChoiceField(
+        label="Amended or repealed since?",
+        choices=CitationCheck.Amended.choices,
+        widget=forms.RadioSelect,
+    )
+    note = forms.CharField(
+        label="Evidence note", required=False, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    source_url = forms.URLField(
+        label="Source URL (optional)", required=False, assume_scheme="https"
+    )
+
+
+class OutcomeForm(VersionedForm):
+    action = forms.ChoiceField(
+        label="Outcome", choices=Proposal.Action.choices, widget=forms.RadioSelect
+    )
+    reason = forms.ChoiceField(
+        label="Reason",
+        choices=[("", "— choose a reason —"), *KeyEntry.Reason.choices],
+        required=False,
+    )
+    answer = forms.CharField(
+        label="Corrected answer", required=False, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    citation_doc_id = forms.CharField(label="Document id", required=False, max_length=100)
+    citation_locator = forms.CharField(
+        label="Locator (clause, table, diagram)", required=False, max_length=100
+    )
+    citation_quote = forms.CharField(
+        label="Quote", required=False, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    note = forms.CharField(label="Note", required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class DecisionForm(forms.Form):
+    comment = forms.CharField(
+        label="Comment", required=False, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+
+class ReassignForm(VersionedForm):
+    assignee = forms.CharField(label="Reviewer's username", max_length=150)
+
+
+def add_service_errors(form: forms.Form, errors: dict[str, list[str]]) -> None:
+    """Put a service's InvalidInputError field errors next to the form's fields."""
+    for name, messages in errors.items():
+        for message in messages:
+            form.add_error(name if name in form.fields else None, message)

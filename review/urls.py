@@ -1,0 +1,38 @@
+"""Review pages and the review API (mounted under /api/review/)."""
+
+from django.urls import include, path
+
+from review import views
+
+app_name = "review"
+
+urlpatterns = [
+    path("review/", views.queue, name="queue"),
+    path("review/next/", views.queue_next, name="next"),
+    path("review/items/<int:item_id>/", views.item_detail, name="item"),
+    path("review/items/<int:item_id>/claim/", views.item_claim, name="claim"),
+    path("review/items/<int:item_id>/release/", views.item_release, name="release"),
+    path("review/items/<int:item_id>/renew/", views.item_renew, name="renew"),
+    path("review/items/<int:item_id>/reassign/", views.item_reassign, name="reassign"),
+    path("review/items/<int:item_id>/check/", views.item_check, name="check"),
+    path("review/items/<int:item_id>/propose/", views.item_propose, name="propose"),
+    path("review/approvals/", views.approvals, name="approvals"),
+    path(
+        "review/proposals/<int:proposal_id>/approve/",
+        views.proposal_approve,
+        name="proposal_approve",
+    ),
+    path(
+        "review/proposals/<int:proposal_id>/reject/", views.proposal_reject, name="proposal_reject"
+    ),
+    path("editions/", views.editions_index, name="editions_index"),
+    path("editions/<slug:benchmark>/", views.editions, name="editions"),
+    path("editions/<slug:benchmark>/<slug:name>/", views.edition_detail, name="edition"),
+    path(
+        "editions/<slug:benchmark>/<slug:name>/publish/",
+        views.edition_publish,
+        name="edition_publish",
+    ),
+    path("log/", views.log, name="log"),
+    path("api/review/", include("review.api_urls")),
+]

@@ -1,0 +1,451 @@
+"""Review pages (htmx): thin views — access check, service, redirect or partial.
+
+Domain errors become HTTP: NotAllowedError 403, ConflictError 409 (with what changed),
+InvalidInputError 422 (the form again, errors next to fields). htmx requests get the
+form fragment; review.js lets htmx swap 409/422 responses.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from questions.models import Benchmark, KeyEdition
+from review import permissions, selectors, services
+from review.errors import (
+    ConflictError,
+    DomainError,
+    InvalidInputError,
+    InvalidTransitionError,
+    NotAllowedError,
+)
+from review.forms import (
+    CitationCheckForm,
+    DecisionForm,
+    OutcomeForm,
+    ReassignForm,
+    add_service_errors,
+)
+from review.models import Proposal, ReviewItem, Source
+
+PAGE_SIZE = 50
+
+
+def _forbidden(request: HttpRequest, message: str) -> HttpResponse:
+    return render(
+        request, "review/error.html", {"title": "Not allowed", "message": message}, status=403
+    )
+
+
+def _conflict(request: HttpRequest, exc: ConflictError, item: ReviewItem) -> HttpResponse:
+    return render(
+        request,
+        "review/_conflict.html" if request.htmx else "review/error.html",
+        {"title": "This item changed", "message": str(exc), "conflict": exc, "item": item},
+        status=409,
+    )
+
+
+def requires(check):
+    """Refuse (403) a user for whom `check(user)` is false: the permissions module decides."""
+
+    def decorator(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if not check(request.user):
+                return _forbidden(request, "Your role does not allow this page or action.")
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator
+
+
+def _vary(response: HttpResponse) -> HttpResponse:
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def _done(request: HttpRequest, url: str) -> HttpResponse:
+    """After a successful POST: a client redirect for htmx, 303 otherwise."""
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    response = HttpResponseRedirect(url)
+    response.status_code = 303  # See Other: the POST's result is another page
+    return response
+
+
+def _item_url(item) -> str:
+    return reverse("review:item", args=[item.pk])
+
+
+# ------------------------------------------------------------------ queue
+
+
+@require_GET
+@requires(permissions.can_view_queue)
+def queue(request: HttpRequest) -> HttpResponse:
+    """List review items by priority with filters, counts per status and pagination."""
+    filters = selectors.QueueFilters.from_params(request.GET)
+    qs = selectors.queue_items(filters, user=request.user)
+    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    items = list(page.object_list)
+    selectors.citation_labels(items)
+    context = {
+        "filters": filters,
+        "page": page,
+        "items": items,
+        "counts": selectors.status_counts(filters),
+        "statuses": ReviewItem.Status.choices,
+        "sources": Source.choices,
+        "query": _query_without_page(request),
+        "now": selectors.now(),
+        "can_claim": permissions.can_claim(request.user),
+    }
+    partial = request.htmx and not request.htmx.history_restore_request
+    if partial:
+        return _vary(render(request, "review/_queue_results.html", context))
+    context["choices"] = selectors.filter_choices()
+    return _vary(render(request, "review/queue.html", context))
+
+
+def _query_without_page(request: HttpRequest) -> str:
+    params = request.GET.copy()
+    params.pop("page", None)
+    return params.urlencode()
+
+
+@require_POST
+@requires(permissions.can_claim)
+def queue_next(request: HttpRequest) -> HttpResponse:
+    """Claim the highest-priority claimable item (of the filtered benchmark/source) and open it."""
+    benchmark = None
+    if request.POST.get("benchmark"):
+        benchmark = Benchmark.objects.filter(name=request.POST["benchmark"]).first()
+    item = services.review_item_claim_next(
+        user=request.user, benchmark=benchmark, source=request.POST.get("source", "")
+    )
+    if item is None:
+        messages.info(request, "Nothing left to claim in the queue.")
+        return _done(request, reverse("review:queue"))
+    messages.success(request, f"You claimed {item.question.question_id}.")
+    return _done(request, _item_url(item))
+
+
+# ------------------------------------------------------------------ the review page
+
+
+def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
+    edition = selectors.working_edition(item.benchmark)
+    entry = selectors.entry_for_question(item.question, edition)
+    judges, rows = selectors.model_rows(item.question, entry)
+    prev_id, next_id = selectors.neighbour_item_ids(item)
+    user = request.user
+    holds = permissions.holds_claim(user, item)
+    n_against = sum(1 for r in rows if r.agreed == item.benchmark.grade_min)
+    n_agreed = sum(1 for r in rows if r.agreed is not None)
+    pending = next((p for p in item.proposals.all() if p.is_pending()), None)
+    check_initial = {"version": item.version}
+    outcome_initial = {"version": item.version}
+    if entry is not None:
+        outcome_initial.update(
+            answer=entry.answer,
+            citation_doc_id=entry.citation_doc_id,
+            citation_locator=entry.citation_locator,
+            citation_quote=entry.citation_quote,
+        )
+    return {
+        "item": item,
+        "question": item.question,
+        "edition": edition,
+        "entry": entry,
+        "passage": selectors.passage_for_entry(entry),
+        "verdicts": selectors.audit_verdicts(entry),
+        "judges": judges,
+        "rows": rows,
+        "n_against": n_against,
+        "n_agreed": n_agreed,
+        "flagged_rows": [r for r in rows if r.flags],
+        "prev_id": prev_id,
+        "next_id": next_id,
+        "holds": holds,
+        "can_claim": permissions.can_claim(user, item) and not holds,
+        "can_release": permissions.can_release(user, item),
+        "can_reassign": permissions.can_reassign(user)
+        and item.status in (ReviewItem.Status.OPEN, ReviewItem.Status.CLAIMED),
+        "pending": pending,
+        "check_form": forms.get("check_form") or CitationCheckForm(initial=check_initial),
+        "outcome_form": forms.get("outcome_form") or OutcomeForm(initial=outcome_initial),
+        "reassign_form": ReassignForm(initial={"version": item.version}),
+        "history": selectors.item_history(item),
+        "checks": list(item.checks.all()),
+        "now": selectors.now(),
+    }
+
+
+def _get_item(item_id: int) -> ReviewItem:
+    try:
+        return selectors.item_detail(item_id)
+    except ReviewItem.DoesNotExist:
+        raise Http404("No such review item") from None
+
+
+@require_GET
+@requires(permissions.can_view_queue)
+def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
+    """Show everything needed to decide on one review item."""
+    item = _get_item(item_id)
+    return render(request, "review/item.html", _item_context(request, item))
+
+
+def _item_action(action):
+    """Run a claim-type action from a plain form; domain errors become messages or 403/409."""
+
+    @wraps(action)
+    def view(request: HttpRequest, item_id: int) -> HttpResponse:
+        item = _get_item(item_id)
+        try:
+            message = action(request, item)
+        except NotAllowedError as exc:
+            return _forbidden(request, str(exc))
+        except ConflictError as exc:
+            return _conflict(request, exc, item)
+        except InvalidInputError as exc:
+            messages.error(request, str(exc))
+        except InvalidTransitionError as exc:
+            messages.error(request, str(exc))
+        else:
+            if message:
+                messages.success(request, message)
+        return _done(request, request.POST.get("next") or _item_url(item))
+
+    return require_POST(requires(permissions.can_view_queue)(view))
+
+
+@_item_action
+def item_claim(request, item):
+    services.review_item_claim(item=item, user=request.user)
+    return f"You claimed {item.question.question_id}."
+
+
+@_item_action
+def item_release(request, item):
+    services.review_item_release(item=item, user=request.user, version=request.POST.get("version"))
+    return f"{item.question.question_id} is back in the queue."
+
+
+@_item_action
+def item_renew(request, item):
+    services.review_item_renew(item=item, user=request.user)
+    return "Your claim was renewed."
+
+
+@_item_action
+def item_reassign(request, item):
+    form = ReassignForm(request.POST)
+    if not form.is_valid():
+        raise InvalidInputError({k: [str(e) for e in v] for k, v in form.errors.items()})
+    User = get_user_model()
+    assignee = User.objects.filter(username=form.cleaned_data["assignee"], is_active=True).first()
+    if assignee is None:
+        raise InvalidInputError(
+            {"assignee": [f"No active user {form.cleaned_data['assignee']!r}."]}
+        )
+    services.review_item_reassign(
+        item=item, user=request.user, assignee=assignee, version=form.cleaned_data["version"]
+    )
+    return f"{item.question.question_id} is now with {assignee.get_username()}."
+
+
+def _form_post(request, item_id, form_class, template, form_key, run):
+    """Validate, call the service; on errors return the form (fragment for htmx) with 422."""
+    item = _get_item(item_id)
+    form = form_class(request.POST)
+    try:
+        if form.is_valid():
+            message = run(item, form.cleaned_data)
+            messages.success(request, message)
+            return _done(request, _item_url(item))
+    except NotAllowedError as exc:
+        return _forbidden(request, str(exc))
+    except ConflictError as exc:
+        return _conflict(request, exc, item)
+    except InvalidInputError as exc:
+        add_service_errors(form, exc.errors)
+    except InvalidTransitionError as exc:
+        form.add_error(None, str(exc))
+    context = _item_context(request, item, **{form_key: form})
+    status = 422
+    if request.htmx:
+        return _vary(render(request, template, context, status=status))
+    return _vary(render(request, "review/item.html", context, status=status))
+
+
+@require_POST
+@requires(permissions.can_view_queue)
+def item_check(request: HttpRequest, item_id: int) -> HttpResponse:
+    def run(item, data):
+        services.citation_check_record(item=item, user=request.user, **data)
+        return "Citation check recorded."
+
+    return _form_post(
+        request, item_id, CitationCheckForm, "review/_check_form.html", "check_form", run
+    )
+
+
+@require_POST
+@requires(permissions.can_view_queue)
+def item_propose(request: HttpRequest, item_id: int) -> HttpResponse:
+    def run(item, data):
+        proposal = services.proposal_create(item=item, user=request.user, **data)
+        return f"{proposal.get_action_display()} sent for an editor's approval."
+
+    return _form_post(
+        request, item_id, OutcomeForm, "review/_outcome_form.html", "outcome_form", run
+    )
+
+
+# ------------------------------------------------------------------ approvals
+
+
+@require_GET
+@requires(permissions.can_decide)
+def approvals(request: HttpRequest) -> HttpResponse:
+    """List pending proposals with old vs new answer and citation."""
+    benchmark = request.GET.get("benchmark", "")
+    proposals = list(selectors.pending_proposals(benchmark))
+    for p in proposals:
+        p.can_decide = permissions.can_approve(request.user, p)
+    return render(
+        request,
+        "review/approvals.html",
+        {"proposals": proposals, "benchmark": benchmark, "form": DecisionForm()},
+    )
+
+
+def _decide(request: HttpRequest, proposal_id: int, approve: bool) -> HttpResponse:
+    proposal = get_object_or_404(Proposal, pk=proposal_id)
+    form = DecisionForm(request.POST)
+    form.is_valid()
+    comment = form.cleaned_data.get("comment", "")
+    try:
+        if approve:
+            services.proposal_approve(proposal=proposal, user=request.user, comment=comment)
+            messages.success(request, "Proposal approved.")
+        else:
+            services.proposal_reject(proposal=proposal, user=request.user, comment=comment)
+            messages.success(request, "Proposal rejected: the item is back with its reviewer.")
+    except NotAllowedError as exc:
+        return _forbidden(request, str(exc))
+    except InvalidInputError as exc:
+        messages.error(request, str(exc))
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return _done(request, reverse("review:approvals"))
+
+
+@require_POST
+@requires(permissions.can_decide)
+def proposal_approve(request: HttpRequest, proposal_id: int) -> HttpResponse:
+    return _decide(request, proposal_id, approve=True)
+
+
+@require_POST
+@requires(permissions.can_decide)
+def proposal_reject(request: HttpRequest, proposal_id: int) -> HttpResponse:
+    return _decide(request, proposal_id, approve=False)
+
+
+# ------------------------------------------------------------------ key editions
+
+
+@require_GET
+@requires(permissions.can_view_editions)
+def editions_index(request: HttpRequest) -> HttpResponse:
+    benchmarks = list(Benchmark.objects.order_by("name"))
+    if len(benchmarks) == 1:
+        return redirect("review:editions", benchmark=benchmarks[0].name)
+    return render(request, "review/editions_index.html", {"benchmarks": benchmarks})
+
+
+@require_GET
+@requires(permissions.can_view_editions)
+def editions(request: HttpRequest, benchmark: str) -> HttpResponse:
+    bench = get_object_or_404(Benchmark, name=benchmark)
+    return render(
+        request,
+        "review/editions.html",
+        {
+            "benchmark": bench,
+            "editions": selectors.editions_for_benchmark(bench),
+            "can_publish": permissions.can_publish(request.user),
+        },
+    )
+
+
+@require_GET
+@requires(permissions.can_view_editions)
+def edition_detail(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
+    edition = get_object_or_404(
+        KeyEdition.objects.select_related("benchmark", "parent", "published_by"),
+        benchmark__name=benchmark,
+        name=name,
+    )
+    return render(
+        request,
+        "review/edition.html",
+        {
+            "edition": edition,
+            "benchmark": edition.benchmark,
+            "changes": selectors.edition_changes(edition),
+            "can_publish": permissions.can_publish(request.user) and not edition.is_published(),
+        },
+    )
+
+
+@require_POST
+@requires(permissions.can_publish)
+def edition_publish(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
+    edition = get_object_or_404(KeyEdition, benchmark__name=benchmark, name=name)
+    try:
+        services.key_edition_publish(edition=edition, user=request.user)
+        messages.success(request, f"Key edition {edition.name} is published.")
+    except NotAllowedError as exc:
+        return _forbidden(request, str(exc))
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return _done(request, reverse("review:edition", args=[benchmark, name]))
+
+
+# ------------------------------------------------------------------ audit log
+
+
+@require_GET
+@requires(permissions.can_view_log)
+def log(request: HttpRequest) -> HttpResponse:
+    """The audit log, newest first, filterable by actor, action, target and date."""
+    from review.models import AuditLogEntry
+
+    page = Paginator(selectors.log_entries(request.GET), 100).get_page(request.GET.get("page"))
+    actions = list(
+        AuditLogEntry.objects.order_by("action").values_list("action", flat=True).distinct()
+    )
+    return render(
+        request,
+        "review/log.html",
+        {
+            "page": page,
+            "params": request.GET,
+            "actions": actions,
+            "query": _query_without_page(request),
+        },
+    )
