@@ -126,13 +126,13 @@ class RunDetail(generics.RetrieveAPIView):
 
 class _RunAction(APIView):
     permission_classes = [CanManageRuns]
-    action = staticmethod(services.scoring_run_cancel)
+    run_action = staticmethod(services.scoring_run_cancel)
 
     @extend_schema(request=None, responses={200: RunSerializer})
     def post(self, request, pk: int):
         run = get_object_or_404(ScoringRun, pk=pk)
         try:
-            type(self).action(run=run, user=request.user)
+            type(self).run_action(run=run, user=request.user)
         except DomainError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         run.refresh_from_db()
@@ -142,11 +142,11 @@ class _RunAction(APIView):
 class RunCancel(_RunAction):
     """Cancel an active run."""
 
-    action = staticmethod(services.scoring_run_cancel)
+    run_action = staticmethod(services.scoring_run_cancel)
 
 
 class RunResume(_RunAction):
     """Send an unfinished run's pending pairs again."""
 
-    action = staticmethod(services.scoring_run_resume)
+    run_action = staticmethod(services.scoring_run_resume)
 

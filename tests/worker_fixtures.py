@@ -309,3 +309,93 @@ def publish_correction(data, *, question_index: int = 0, answer: str = "The mini
         key_entry_create(edition=edition, question=data.questions[removed_index], removed=True,
                          has_citation=False, reason="ungradeable")
     return key_edition_publish(edition=edition)
+
+
+# -- a loopback OpenAI-compatible judge --------------------------------------------------------
+
+
+class FakeOpenAIJudge:
+    """A loopback Chat Completions server that grades every response 2 after `delay` seconds.
+
+    While `busy_until` (a time.monotonic() value) is in the future it answers 429 with a
+    Retry-After, like a judge that is rate limited for a while. `calls` counts the
+    completions it answered (what would be paid), `rejected` the 429s.
+    """
+
+    def __init__(self, *, delay: float = 0.0) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.delay = delay
+        self.busy_until = 0.0
+        self.calls = 0
+        self.rejected = 0
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def do_POST(self):  # noqa: N802 - http.server API
+                import json
+
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if time.monotonic() < outer.busy_until:
+                    with outer.lock:
+                        outer.rejected += 1
+                    body = b'{"error": {"message": "rate limited", "type": "rate_limit"}}'
+                    self.send_response(429)
+                    self.send_header("Retry-After", "0.1")
+                else:
+                    time.sleep(outer.delay)
+                    with outer.lock:
+                        outer.calls += 1
+                    content = json.dumps({"grade": 2, "rationale": "figure matches", "flag": False})
+                    body = json.dumps({
+                        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
+                        "model": "fake-judge",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": content}}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    }).encode()
+                    self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the worker was killed mid-call: that is the point of the test
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_openai_judge():
+    server = FakeOpenAIJudge()
+    yield server
+    server.close()
+
+
+def use_openai_judges(judges, server: FakeOpenAIJudge, **backend_settings) -> None:
+    """Point judges at the loopback server (key read from H8_FAKE_JUDGE_KEY in the worker)."""
+    for judge in judges:
+        judge.backend = "openai"
+        judge.model = "fake-judge"
+        judge.base_url = server.base_url
+        judge.api_key_env = "H8_FAKE_JUDGE_KEY"
+        judge.backend_settings = {"max_retries": 1, "base_delay": 0.05, "max_delay": 0.2,
+                                  "timeout": 10, **backend_settings}
+        judge.save()
