@@ -261,3 +261,21 @@ def test_command_line_exit_codes_follow_the_cli_contract(tmp_path):
         text=True,
     )
     assert ambiguous.returncode == 2 and "cli-a, cli-b" in ambiguous.stderr
+
+
+DEMO = PROJECT / "questions" / "fixtures" / "demo-bundle"
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+@pytest.mark.skipif(not (DEMO / "manifest.json").exists(), reason="demo bundle not written yet")
+def test_demo_bundle_imports_cleanly_and_twice_is_a_no_op():
+    code, out, err = run("import_bundle", str(DEMO))
+    assert code == 0, err
+    bench = Benchmark.objects.get()
+    assert Question.objects.filter(benchmark=bench).count() > 0
+    assert KeyEntry.objects.filter(edition__name="original", has_citation=True).count() > 0
+    assert not KeyEntry.objects.filter(has_citation=True, citation_document__isnull=True).exists()
+    before = db_counts()
+    code, out, _ = run("import_bundle", str(DEMO))
+    assert code == 0 and "already imported" in out and db_counts() == before

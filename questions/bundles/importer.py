@@ -8,11 +8,12 @@ a re-import is compared with what is stored, row by row, on each file's natural 
   is immutable and changes only through review (methodology rules 5-7).
 - Key editions after `original` must be identical where they already exist; new ones are
   added on top of the chain.
-- Every other row (categories, documents, sections, models, judges, responses, grades,
-  audit verdicts) is ADDED when its key is new and must be IDENTICAL when its key exists;
+- Every other row (categories, documents, models, judges, responses, grades, audit
+  verdicts) is ADDED when its key is new and must be IDENTICAL when its key exists;
   a stored row is never changed. So a later bundle may bring new models, responses or
   grades, but never edits. Judges' configuration (`backend`, `model`, `prompt_version`)
-  may have been changed in the product since; a difference there is a warning only.
+  may have been changed in the product since, and passages (`sections.jsonl`) may have
+  been re-indexed by `import_sources`; a difference there is a warning only.
 
 Speed: every lookup is a pre-built dict from one query per table, every insert a
 batched `bulk_create`; no query per row (a 36,036-grade bundle imports in seconds).
@@ -307,12 +308,18 @@ class _Importer:
             ).values_list("document__doc_id", "locator", "heading", "text")
         }
         secs = self.d.sections
-        new = self._sync(
-            "sections.jsonl",
-            ("heading", "text"),
-            stored,
-            ((k, (v["heading"], v["text"]), v["line"]) for k, v in secs.items()),
-        )
+        # Passages are an index of the source text that `import_sources` may have rebuilt
+        # since; a difference keeps the stored passage and is only a warning.
+        new = [k for k in secs if k not in stored]
+        changed = [
+            k for k in secs if k in stored and stored[k] != (secs[k]["heading"], secs[k]["text"])
+        ]
+        if changed:
+            self.warnings.append(
+                f"sections.jsonl: warning: {len(changed)} passages differ from the stored "
+                f"index (e.g. {changed[0][0]} {changed[0][1]} on line "
+                f"{secs[changed[0]]['line']}); the stored passages are kept"
+            )
         self._bulk(
             Section,
             [
