@@ -286,6 +286,7 @@ def _form_post(request, item_id, form_class, template, form_key, run):
     context = _item_context(request, item, **{form_key: form})
     status = 422
     if request.htmx:
+        context["form"] = form
         return _vary(render(request, template, context, status=status))
     return _vary(render(request, "review/item.html", context, status=status))
 

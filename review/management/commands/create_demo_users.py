@@ -39,7 +39,7 @@ class Command(BaseCommand):
                 user.groups.set([group])
                 user.is_active = True
                 user.is_staff = role == "admin"
-                user.is_superuser = False
+                user.is_superuser = role == "admin"
                 password = secrets.token_urlsafe(12)
                 user.set_password(password)
                 user.save()

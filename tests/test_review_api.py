@@ -1,0 +1,172 @@
+"""Review API: values returned, 409 on stale versions, query counts, schema."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from review import services
+from review.models import ReviewItem
+from tests.factories import ReviewItemFactory
+from tests.review_fixtures import *  # noqa: F403
+from tests.review_fixtures import build_world
+
+pytestmark = pytest.mark.django_db
+
+
+def api_for(user) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_items_list_query_count_is_constant(reviewer, django_assert_max_num_queries, n):
+    world = build_world(n_questions=n, n_models=1, with_grades=False, with_audits=False)
+    ReviewItem.objects.bulk_create(
+        [
+            ReviewItem(
+                benchmark=world.benchmark,
+                question=q,
+                source="judge_flag",
+                sources=["judge_flag"],
+                priority=100 + i,
+            )
+            for i, q in enumerate(world.questions)
+        ]
+    )
+    client = api_for(reviewer)
+    with django_assert_max_num_queries(6):
+        response = client.get("/api/review/items/?benchmark=demo&source=judge_flag&open=true")
+    data = response.json()
+    assert data["count"] == n
+    assert data["results"][0]["question_id"] == f"Q{n - 1:04d}"  # highest priority first
+    assert data["results"][0]["version"] == 1
+
+
+def test_claim_check_propose_decide_publish_over_the_api(world, reviewer, editor, editor2):
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    rev = api_for(reviewer)
+    claimed = rev.post(f"/api/review/items/{item.pk}/claim/").json()
+    assert (
+        claimed["status"] == "claimed"
+        and claimed["claimed_by"] == "reviewer"
+        and claimed["version"] == 2
+    )
+    check = rev.post(
+        f"/api/review/items/{item.pk}/checks/",
+        {
+            "version": 2,
+            "locator_exists": "yes",
+            "supports": "no",
+            "edition_in_force": "superseded",
+            "amended": "yes",
+        },
+        format="json",
+    )
+    assert check.status_code == 201 and check.json()["supports"] == "no"
+    stale = rev.post(
+        f"/api/review/items/{item.pk}/proposals/",
+        {
+            "version": 2,
+            "action": "correct",
+            "answer": "150 mm",
+            "citation_doc_id": "ADA",
+            "citation_locator": "1.3",
+            "reason": "amended_or_repealed",
+        },
+        format="json",
+    )
+    assert stale.status_code == 409
+    assert stale.json()["current_version"] == 3
+    assert [c["action"] for c in stale.json()["changes"]] == ["review_item.check"]
+    proposal = rev.post(
+        f"/api/review/items/{item.pk}/proposals/",
+        {
+            "version": 3,
+            "action": "correct",
+            "answer": "150 mm",
+            "citation_doc_id": "ADA",
+            "citation_locator": "1.3",
+            "reason": "amended_or_repealed",
+        },
+        format="json",
+    ).json()
+    assert proposal["status"] == "pending" and proposal["base_entry"]["answer"] == "101 mm"
+    own = api_for(editor)
+    rejected_self = rev.post(f"/api/review/proposals/{proposal['id']}/approve/")
+    assert rejected_self.status_code == 403
+    approved = api_for(editor2).post(
+        f"/api/review/proposals/{proposal['id']}/approve/", {"comment": "ok"}, format="json"
+    )
+    assert approved.json()["status"] == "approved" and approved.json()["decided_by"] == "editor2"
+    editions = own.get("/api/review/editions/?benchmark=demo").json()["results"]
+    draft = next(e for e in editions if e["status"] == "draft")
+    assert draft["name"] == "corrected-1" and draft["parent"] == "original"
+    detail = own.get(f"/api/review/editions/{draft['id']}/").json()
+    assert detail["changes"][0]["question_id"] == "Q0001"
+    assert (
+        detail["changes"][0]["old"]["answer"] == "101 mm"
+        and detail["changes"][0]["new"]["answer"] == "150 mm"
+    )
+    assert (
+        detail["changes"][0]["proposed_by"] == "reviewer"
+        and detail["changes"][0]["approved_by"] == "editor2"
+    )
+    published = own.post(f"/api/review/editions/{draft['id']}/publish/").json()
+    assert published["status"] == "published" and published["published_by"] == "editor"
+    again = own.post(f"/api/review/editions/{draft['id']}/publish/")
+    assert again.status_code == 409
+
+
+def test_claim_conflict_and_next_empty(world, reviewer, reviewer2):
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    api_for(reviewer).post(f"/api/review/items/{item.pk}/claim/")
+    taken = api_for(reviewer2).post(f"/api/review/items/{item.pk}/claim/")
+    assert taken.status_code == 409 and "by reviewer" in taken.json()["detail"]
+    assert api_for(reviewer2).post("/api/review/items/next/", {}, format="json").status_code == 204
+
+
+def test_item_detail_includes_evidence_checks_and_proposals(world, reviewer):
+    item = services.review_item_claim(
+        item=ReviewItemFactory(question=world.q(1), benchmark=world.benchmark), user=reviewer
+    )
+    services.proposal_create(item=item, user=reviewer, version=item.version, action="confirm")
+    data = api_for(reviewer).get(f"/api/review/items/{item.pk}/").json()
+    assert data["status"] == "proposed"
+    assert (
+        data["proposals"][0]["action"] == "confirm" and data["proposals"][0]["author"] == "reviewer"
+    )
+    assert data["evidence"] == [] and data["checks"] == []
+
+
+def test_log_endpoint_filters_and_counts(world, reviewer, admin, django_assert_max_num_queries):
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    services.review_item_claim(item=item, user=reviewer)
+    services.review_item_release(item=item, user=reviewer)
+    client = api_for(admin)
+    with django_assert_max_num_queries(5):
+        data = client.get("/api/review/log/?action=review_item.claim").json()
+    assert data["count"] == 1
+    entry = data["results"][0]
+    assert entry["actor_label"] == "reviewer" and entry["after"]["status"] == "claimed"
+
+
+def test_schema_lists_review_endpoints(admin):
+    client = APIClient()
+    client.force_login(admin)
+    schema = client.get("/api/schema/?format=json").json()
+    for path in (
+        "/api/review/items/",
+        "/api/review/items/{id}/claim/",
+        "/api/review/items/next/",
+        "/api/review/items/{id}/checks/",
+        "/api/review/items/{id}/proposals/",
+        "/api/review/proposals/{id}/approve/",
+        "/api/review/proposals/{id}/reject/",
+        "/api/review/editions/{id}/publish/",
+        "/api/review/log/",
+    ):
+        assert path in schema["paths"], path

@@ -1,0 +1,264 @@
+"""Review pages: what they show, htmx fragments, 409 on stale forms, bounded query counts."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from questions.models import Section
+from review import services
+from review.models import ReviewItem
+from review.triage import triage_run
+from scoring.models import Grade
+from tests.factories import ReviewItemFactory
+from tests.review_fixtures import *  # noqa: F403
+from tests.review_fixtures import build_world, set_grades, set_verdicts
+
+pytestmark = pytest.mark.django_db
+
+
+def make_items(world, n):
+    return ReviewItem.objects.bulk_create(
+        [
+            ReviewItem(
+                benchmark=world.benchmark,
+                question=world.q(i),
+                source="single_auditor_flag",
+                sources=["single_auditor_flag"],
+                priority=200 + i,
+            )
+            for i in range(n)
+        ]
+    )
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_queue_query_count_does_not_grow(client, reviewer, django_assert_max_num_queries, n):
+    world = build_world(n_questions=n, n_models=2, with_grades=False, with_audits=False)
+    make_items(world, n)
+    services.review_item_claim(item=ReviewItem.objects.order_by("id")[1], user=reviewer)
+    client.force_login(reviewer)
+    with django_assert_max_num_queries(14):
+        response = client.get("/review/?benchmark=demo")
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert f"{n} items shown" in body
+    assert "Claimed: 1" in body and f"Open: {n - 1}" in body
+    assert 'data-key="n"' in body and 'data-key="c"' in body
+    assert response["Vary"].count("HX-Request") == 1
+
+
+def test_queue_htmx_returns_results_fragment_and_filters(client, reviewer, world):
+    make_items(world, 4)
+    ReviewItem.objects.filter(question=world.q(0)).update(
+        source="judge_flag", sources=["judge_flag"]
+    )
+    client.force_login(reviewer)
+    response = client.get("/review/?source=judge_flag", HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert (
+        "<html" not in body and "1 item shown" in body and "Q0000" in body and "Q0001" not in body
+    )
+    # A history restore (Back with no cache) gets the full page.
+    full = client.get(
+        "/review/?source=judge_flag", HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true"
+    )
+    assert "<html" in full.content.decode()
+    # Every hx-get has a real href: the filter form also has method=get action=/review/.
+    page = client.get("/review/").content.decode()
+    assert 'action="/review/"' in page and 'hx-push-url="true"' in page
+
+
+def test_queue_paginates(client, reviewer):
+    world = build_world(n_questions=55, n_models=1, with_grades=False, with_audits=False)
+    make_items(world, 55)
+    client.force_login(reviewer)
+    body = client.get("/review/").content.decode()
+    assert "Page 1 of 2" in body and "page=2" in body
+    assert "Page 2 of 2" in client.get("/review/?page=2").content.decode()
+
+
+def test_next_button_claims_and_opens_the_item(client, reviewer, world):
+    items = make_items(world, 3)
+    client.force_login(reviewer)
+    response = client.post("/review/next/", {"benchmark": "demo"})
+    top = max(items, key=lambda i: i.priority)
+    assert response.status_code == 303 and response["Location"] == f"/review/items/{top.pk}/"
+    assert ReviewItem.objects.get(pk=top.pk).claimed_by == reviewer
+
+
+def test_review_page_shows_everything_needed_to_decide(client, reviewer, db):
+    world = build_world(n_questions=4, n_models=5)
+    set_verdicts(world, 2, "correct", "wrong")
+    set_grades(world, 2, 0, models=world.models[:4])
+    Grade.objects.filter(
+        response__question=world.q(2), judge=world.judges[0], response__model=world.models[0]
+    ).update(flag=True, flag_reason="Key cites a withdrawn clause")
+    triage_run(benchmark=world.benchmark)
+    item = ReviewItem.objects.get(question=world.q(2))
+    client.force_login(reviewer)
+    body = client.get(f"/review/items/{item.pk}/").content.decode()
+    assert "What is the minimum bearing for lintel type 2?" in body
+    assert "102 mm" in body  # key answer
+    assert "<mark>minimum bearing is 102 mm</mark>" in body  # quote highlighted in the passage
+    assert "2004 edition incorporating 2013 amendments" in body and "Current" in body
+    assert "← 1.1" in body and "1.3 →" in body  # neighbouring locators
+    assert 'a2</strong> <span class="badge bad">Wrong</span> a2 says wrong' in body
+    assert "Key cites a withdrawn clause" in body
+    assert "4 of 5 models graded 0 by both judges" in body
+    assert body.count('class="against"') == 4
+    assert 'id="shortcut-help"' in body and 'data-key="c"' in body
+    # Claimed: the forms and the outcome shortcuts appear.
+    item = services.review_item_claim(item=item, user=reviewer)
+    body = client.get(f"/review/items/{item.pk}/").content.decode()
+    for key in ("a", "e", "r"):
+        assert f'data-key="{key}"' in body
+    assert "Citation check" in body and f'name="version" value="{item.version}"' in body
+
+
+def test_review_page_query_count_is_bounded(client, reviewer, django_assert_max_num_queries):
+    world = build_world(n_questions=3, n_models=18)
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    services.review_item_claim(item=item, user=reviewer)
+    client.force_login(reviewer)
+    with django_assert_max_num_queries(30):
+        assert client.get(f"/review/items/{item.pk}/").status_code == 200
+
+
+def test_missing_locator_says_so_and_lists_nearest(client, reviewer, world):
+    Section.objects.filter(document=world.documents["ADA"], locator="1.1").update(locator="1.10")
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    client.force_login(reviewer)
+    body = client.get(f"/review/items/{item.pk}/").content.decode()
+    assert "Locator “1.1” was not found in AD A." in body
+    assert "<code>1.10</code>" in body
+
+
+def test_htmx_outcome_errors_return_only_the_fragment_next_to_fields(client, reviewer, world):
+    item = services.review_item_claim(
+        item=ReviewItemFactory(question=world.q(1), benchmark=world.benchmark), user=reviewer
+    )
+    client.force_login(reviewer)
+    response = client.post(
+        f"/review/items/{item.pk}/propose/",
+        {"version": item.version, "action": "correct", "answer": "", "reason": ""},
+        HTTP_HX_REQUEST="true",
+    )
+    body = response.content.decode()
+    assert response.status_code == 422
+    assert "<html" not in body and 'id="outcome-form-box"' in body
+    assert "A correction or removal needs a reason." in body
+    assert 'class="field has-error"' in body
+    # Without htmx the whole page comes back with the errors.
+    full = client.post(
+        f"/review/items/{item.pk}/propose/", {"version": item.version, "action": "remove"}
+    )
+    assert full.status_code == 422 and "<html" in full.content.decode()
+
+
+def test_stale_form_gets_409_with_what_changed(client, reviewer, world):
+    item = services.review_item_claim(
+        item=ReviewItemFactory(question=world.q(1), benchmark=world.benchmark), user=reviewer
+    )
+    stale = item.version
+    services.review_item_renew(item=item, user=reviewer)
+    client.force_login(reviewer)
+    response = client.post(
+        f"/review/items/{item.pk}/check/",
+        {
+            "version": stale,
+            "locator_exists": "yes",
+            "supports": "yes",
+            "edition_in_force": "yes",
+            "amended": "no",
+        },
+        HTTP_HX_REQUEST="true",
+    )
+    body = response.content.decode()
+    assert response.status_code == 409
+    assert "This item changed since you opened it." in body and "review_item.renew" in body
+    assert not item.checks.exists()
+
+
+def test_successful_htmx_post_redirects_the_client(client, reviewer, world):
+    item = services.review_item_claim(
+        item=ReviewItemFactory(question=world.q(1), benchmark=world.benchmark), user=reviewer
+    )
+    client.force_login(reviewer)
+    response = client.post(
+        f"/review/items/{item.pk}/check/",
+        {
+            "version": item.version,
+            "locator_exists": "no",
+            "supports": "no",
+            "edition_in_force": "withdrawn",
+            "amended": "yes",
+            "note": "Gone",
+        },
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200 and response["HX-Redirect"] == f"/review/items/{item.pk}/"
+    check = item.checks.get()
+    assert (check.locator_exists, check.edition_in_force, check.note) == ("no", "withdrawn", "Gone")
+
+
+def test_full_workflow_and_edition_page_shows_diff(client, reviewer, editor, editor2, world):
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    client.force_login(reviewer)
+    client.post(f"/review/items/{item.pk}/claim/")
+    client.post(
+        f"/review/items/{item.pk}/propose/",
+        {
+            "version": 2,
+            "action": "correct",
+            "answer": "150 mm",
+            "citation_doc_id": "ADA",
+            "citation_locator": "1.3",
+            "reason": "amended_or_repealed",
+        },
+    )
+    client.force_login(editor2)
+    body = client.get("/review/approvals/").content.decode()
+    assert '<del class="diff-old">101 mm</del> <ins class="diff-new">150 mm</ins>' in body
+    proposal = item.proposals.get()
+    assert (
+        client.post(f"/review/proposals/{proposal.pk}/approve/", {"comment": "Agreed"}).status_code
+        == 303
+    )
+    client.force_login(editor)
+    assert client.post("/editions/demo/corrected-1/publish/").status_code == 303
+    body = client.get("/editions/demo/corrected-1/").content.decode()
+    assert "Published" in body and "Changes from original" in body
+    assert "Proposed by reviewer" in body and "approved by editor2" in body and "Agreed" in body
+    listing = client.get("/editions/demo/").content.decode()
+    assert "corrected-1" in listing and "original" in listing
+    history = client.get(f"/review/items/{item.pk}/").content.decode()
+    for action in ("review_item.claim", "review_item.propose", "review_item.close"):
+        assert action in history
+
+
+def test_log_page_filters(client, admin, reviewer, world):
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    services.review_item_claim(item=item, user=reviewer)
+    services.review_item_release(item=item, user=reviewer)
+    client.force_login(admin)
+    body = client.get("/log/?action=review_item.release").content.decode()
+    assert "1 entry" in body and "review_item.release" in body
+    assert "2 entries" in client.get("/log/?actor=reviewer&date_from=2000-01-01").content.decode()
+    assert "0 entries" in client.get("/log/?actor=nobody&date_to=not-a-date").content.decode()
+
+
+def test_create_demo_users_prints_fresh_passwords(capsys, db):
+    call_command("create_demo_users")
+    first = dict(line.split(": ") for line in capsys.readouterr().out.strip().splitlines())
+    call_command("create_demo_users")
+    second = dict(line.split(": ") for line in capsys.readouterr().out.strip().splitlines())
+    assert list(first) == ["reviewer", "editor", "editor2", "admin"]
+    assert all(first[u] != second[u] for u in first)
+    from django.contrib.auth.models import User
+
+    from questions.roles import Role, user_roles
+
+    user = User.objects.get(username="editor2")
+    assert user.check_password(second["editor2"]) and not user.check_password(first["editor2"])
+    assert user_roles(user) == {Role.REVIEWER, Role.EDITOR}
