@@ -89,11 +89,11 @@ def run_create(request: HttpRequest) -> HttpResponse:
     except DomainError as exc:
         messages.error(request, str(exc))
         return redirect("scoring:runs")
-    messages.success(
-        request,
-        f"Run {run.pk} started for {edition.benchmark.name} / {edition.name}: "
-        f"{run.needed} pair(s) to grade, {run.reused} reused.",
-    )
+    if run.needed:
+        text = f"{run.needed} pair(s) to grade, {run.reused} reused."
+    else:
+        text = f"nothing lacks a grade; all {run.reused} reused."
+    messages.success(request, f"Run {run.pk} for {edition.benchmark.name} / {edition.name}: {text}")
     return redirect("scoring:run-detail", pk=run.pk)
 
 

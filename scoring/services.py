@@ -424,6 +424,10 @@ def judge_backend_config(judge: Judge) -> dict[str, Any]:
 
     config = {k: v for k, v in (judge.backend_settings or {}).items() if k in CONFIG_KEYS}
     config["backend"] = judge.backend
+    if judge.backend == "reference" and "strictness" not in config:
+        # A bundle names the reference variant in `model` ("reference-strict"); bundles
+        # carry no backend_settings, so the name is the only place the strictness travels.
+        config["strictness"] = "strict" if judge.model.endswith("strict") else "lenient"
     if judge.model:
         config["model"] = judge.model
     if judge.base_url:

@@ -280,6 +280,10 @@ def test_reference_backend_config_comes_from_the_judge_row(data):
     judge.backend_settings["typo_key"] = 1  # unknown keys are dropped, not fatal
     backend = services.judge_backend(judge)
     assert backend.config.strictness == "strict"
+    judge.backend_settings, judge.model = {}, "reference-strict"  # as imported from a bundle
+    assert services.judge_backend_config(judge)["strictness"] == "strict"
+    judge.model = "reference-lenient"
+    assert services.judge_backend_config(judge)["strictness"] == "lenient"
 
 
 # -- commands --------------------------------------------------------------------------------

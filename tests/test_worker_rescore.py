@@ -15,14 +15,12 @@ from django.db.models import Count
 
 from scoring import services
 from scoring.models import Grade, JudgeCall, ScoringRun
-from tests.worker_fixtures import (  # noqa: F401 - fixtures
-    build_benchmark,
-    celery_worker,
-    celery_worker_factory,
-    fake_openai_judge,
-    publish_correction,
-    use_openai_judges,
-)
+from tests import worker_fixtures
+from tests.worker_fixtures import build_benchmark, publish_correction, use_openai_judges
+
+# Fixtures shared with the end-to-end tests (tests/worker_fixtures.py).
+celery_worker_factory = worker_fixtures.celery_worker_factory
+fake_openai_judge = worker_fixtures.fake_openai_judge
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -103,6 +101,7 @@ def test_judge_answering_429_for_a_while_still_completes(celery_worker_factory, 
     use_openai_judges(data.judges, fake_openai_judge)
     run = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
     worker = celery_worker_factory(**env)
+    fake_openai_judge.reject_first = 30  # every pair's first calls, whatever the timing
     fake_openai_judge.busy_until = time.monotonic() + 3.0
     worker.send("scoring.run_start", run.pk)
     run = worker.wait_for_run(run.pk, timeout=120)

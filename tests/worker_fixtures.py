@@ -247,7 +247,14 @@ def build_benchmark(
     """
     from types import SimpleNamespace
 
-    from questions.models import Benchmark, Category, ModelUnderTest, Question, Response, SourceDocument
+    from questions.models import (
+        Benchmark,
+        Category,
+        ModelUnderTest,
+        Question,
+        Response,
+        SourceDocument,
+    )
     from questions.services import key_edition_create, key_edition_publish, key_entry_create
     from scoring.models import Grade, Judge
 
@@ -317,8 +324,9 @@ def publish_correction(data, *, question_index: int = 0, answer: str = "The mini
 class FakeOpenAIJudge:
     """A loopback Chat Completions server that grades every response 2 after `delay` seconds.
 
-    While `busy_until` (a time.monotonic() value) is in the future it answers 429 with a
-    Retry-After, like a judge that is rate limited for a while. `calls` counts the
+    While `busy_until` (a time.monotonic() value) is in the future, and for the first
+    `reject_first` requests, it answers 429 with a Retry-After, like a judge that is rate
+    limited for a while. `calls` counts the
     completions it answered (what would be paid), `rejected` the 429s.
     """
 
@@ -328,6 +336,8 @@ class FakeOpenAIJudge:
 
         self.delay = delay
         self.busy_until = 0.0
+        self.reject_first = 0
+        self.requests = 0
         self.calls = 0
         self.rejected = 0
         self.lock = threading.Lock()
@@ -341,7 +351,10 @@ class FakeOpenAIJudge:
                 import json
 
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if time.monotonic() < outer.busy_until:
+                with outer.lock:
+                    outer.requests += 1
+                    early = outer.requests <= outer.reject_first
+                if early or time.monotonic() < outer.busy_until:
                     with outer.lock:
                         outer.rejected += 1
                     body = b'{"error": {"message": "rate limited", "type": "rate_limit"}}'
