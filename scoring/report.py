@@ -91,6 +91,7 @@ def _audit_figures(entry_pks: list[int], auditor_refs: list[JudgeRef]) -> dict[s
     rows = list(
         AuditVerdict.objects.filter(key_entry_id__in=entry_pks)
         .filter(_auditor_filter(auditor_refs))
+        .order_by()
         .values_list("key_entry_id", "auditor_id", "verdict")
     )
     per_entry: dict[int, dict[int, str | None]] = {}
@@ -126,6 +127,7 @@ def _judge_flagged(entry_pks: list[int], judges: list[JudgeRef]) -> int:
     return (
         Grade.objects.filter(key_entry_id__in=entry_pks, flag=True)
         .filter(_judge_filter(judges))
+        .order_by()
         .values("key_entry_id")
         .distinct()
         .count()

@@ -142,9 +142,10 @@ def effective_entries(edition: KeyEdition) -> EntryMap:
     rank = {edition_id: i for i, edition_id in enumerate(chain)}
     rows = np.array(
         list(
-            KeyEntry.objects.filter(edition_id__in=chain).values_list(
-                "question_id", "id", "edition_id", "removed"
-            )
+            # order_by(): the model's default ordering would join editions and questions
+            KeyEntry.objects.filter(edition_id__in=chain)
+            .order_by()
+            .values_list("question_id", "id", "edition_id", "removed")
         ),
         dtype=np.int64,
     ).reshape(-1, 4)
@@ -191,6 +192,9 @@ def grade_rows(entries: EntryMap, judges: list[JudgeRef]) -> np.ndarray:
     qs = (
         Grade.objects.filter(key_entry_id__in=entries.entry_pk.tolist())
         .filter(_judge_filter(judges))
+        # order_by(): Grade's default ordering joins and sorts by response and judge
+        # (four extra joins and an on-disk sort); the engine sorts ids itself.
+        .order_by()
         .values_list("key_entry_id", "response__model_id", "judge_id", "grade")
     )
     rows = list(qs)
@@ -236,7 +240,9 @@ def load_edition_grades(
         entry_to_q = _lookup(entries.entry_pk.tolist(), entries.question_pk.tolist())
         qid_of = _lookup(q_frame["pk"].tolist(), q_frame["question_id"].tolist())
         model_pairs = list(
-            ModelUnderTest.objects.filter(benchmark=benchmark).values_list("pk", "model_id")
+            ModelUnderTest.objects.filter(benchmark=benchmark)
+            .order_by()
+            .values_list("pk", "model_id")
         )
         mid_of = _lookup([p for p, _ in model_pairs], [m for _, m in model_pairs])
         jid_of = _lookup([j.pk for j in judges], [j.judge_id for j in judges])
