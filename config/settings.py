@@ -169,6 +169,15 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # One name per shared choice set, so the schema has no duplicate enums.
+    "ENUM_NAME_OVERRIDES": {
+        "ReviewSourceEnum": "review.models.Source",
+        "ReviewItemStatusEnum": "review.models.ReviewItem.Status",
+        "ProposalStatusEnum": "review.models.Proposal.Status",
+        "KeyEditionStatusEnum": "questions.models.KeyEdition.Status",
+        "RunStatusEnum": "scoring.models.ScoringRun.Status",
+        "RunKindEnum": "scoring.models.ScoringRun.Kind",
+    },
 }
 
 # --- Domain settings (methodology.md) --------------------------------------
