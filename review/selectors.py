@@ -17,7 +17,7 @@ from django.utils.dateparse import parse_date
 
 from questions.models import Benchmark, KeyEdition, KeyEntry, Question, Section
 from questions.selectors import edition_ancestry_ids, latest_published_edition
-from review.models import AuditLogEntry, Evidence, Proposal, ReviewItem
+from review.models import AuditLogEntry, CitationCheck, Evidence, Proposal, ReviewItem
 from scoring.models import AuditVerdict, Grade, Judge
 
 # ------------------------------------------------------------------ editions and entries
@@ -302,7 +302,7 @@ def item_detail(item_id: int) -> ReviewItem:
                 "proposals",
                 queryset=Proposal.objects.select_related("author", "decided_by", "base_entry"),
             ),
-            "checks__reviewer",
+            Prefetch("checks", queryset=CitationCheck.objects.select_related("reviewer")),
         )
         .get(pk=item_id)
     )
