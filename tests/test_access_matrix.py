@@ -1,0 +1,602 @@
+"""Access matrix: every URL pattern and API route x every role, GET and POST.
+
+Routes come from the URL resolver, so a route added without a row in EXPECTED makes
+`test_every_route_has_an_expectation` fail: a new page or endpoint is covered the day it
+appears. Roles: anonymous, reviewer, editor, admin (group `admin`, not a superuser), a
+deactivated user (signed in, then deactivated) and a staff superuser (for the Django admin).
+
+Each request runs inside a savepoint that is rolled back, so every role meets the same
+state (a reviewer's claim does not change what the editor sees) and POSTs really run the
+view, not a stub. Issue 7, item 4.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+from django.db import transaction
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.authtoken.models import Token
+
+from tests.conftest import DEMO_BUNDLE
+
+BENCHMARK = "uk-construction-demo"
+ROLES = ("anonymous", "deactivated", "reviewer", "editor", "admin", "superuser")
+MUTATING = "POST"
+
+# ------------------------------------------------------------------ the data
+
+
+@dataclass
+class World:
+    users: dict[str, User]
+    item_id: int  # an open review item
+    claimed_item_id: int  # claimed by the reviewer
+    proposal_id: int  # pending, authored by the reviewer
+    run_id: int
+    claimed_version: int
+    edition: str  # the published original
+    edition_pk: int
+    draft: str  # a draft edition on top of it
+    draft_pk: int
+    sample_pk: dict[str, str]  # admin model -> a pk for change/delete/history pages
+
+
+def _user(name: str, *groups: str, **flags) -> User:
+    user = User.objects.create_user(name, password="correct-horse-battery-1", **flags)
+    for group in groups:
+        user.groups.add(Group.objects.get(name=group))
+    return user
+
+
+def build_world() -> World:
+    """Import the demo bundle, triage it, and make one of each object a route can name."""
+    from questions import services as question_services
+    from questions.models import Benchmark, KeyEdition
+    from review import services as review_services
+    from review.models import ReviewItem
+    from scoring import services as scoring_services
+
+    call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
+    call_command("triage", benchmark=BENCHMARK, verbosity=0)
+    users = {
+        "reviewer": _user("m-reviewer", "reviewer"),
+        "editor": _user("m-editor", "editor"),
+        "admin": _user("m-admin", "admin"),
+        "superuser": User.objects.create_superuser("m-super", password="correct-horse-battery-1"),
+        "deactivated": _user("m-gone", "admin"),
+    }
+    bench = Benchmark.objects.get(name=BENCHMARK)
+    items = list(ReviewItem.objects.filter(benchmark=bench, status="open").order_by("id"))
+    assert len(items) >= 3, "the demo bundle triages into at least three review items"
+    open_item, claimed, proposed = items[0], items[1], items[2]
+    review_services.review_item_claim(item=claimed, user=users["reviewer"])
+    review_services.review_item_claim(item=proposed, user=users["reviewer"])
+    proposed.refresh_from_db()
+    proposal = review_services.proposal_create(
+        item=proposed, user=users["reviewer"], version=proposed.version, action="confirm"
+    )
+    original = KeyEdition.objects.get(benchmark=bench, name="original")
+    draft = question_services.key_edition_create(benchmark=bench, name="draft-1", parent=original)
+    judges, _ = scoring_services.active_graders(original)
+    run = scoring_services.scoring_run_create(edition=original, judges=judges, enqueue=False)
+    claimed.refresh_from_db()
+
+    from django.contrib import admin as django_admin
+
+    sample_pk = {}
+    for model in django_admin.site._registry:
+        obj = model._default_manager.order_by("pk").first()
+        if obj is not None:
+            sample_pk[f"{model._meta.app_label}_{model._meta.model_name}"] = str(obj.pk)
+    users["deactivated"].is_active = False
+    users["deactivated"].save()
+    return World(
+        users=users,
+        item_id=open_item.pk,
+        claimed_item_id=claimed.pk,
+        proposal_id=proposal.pk,
+        run_id=run.pk,
+        claimed_version=claimed.version,
+        edition=original.name,
+        edition_pk=original.pk,
+        draft=draft.name,
+        draft_pk=draft.pk,
+        sample_pk=sample_pk,
+    )
+
+
+# ------------------------------------------------------------------ the routes
+
+
+@dataclass(frozen=True)
+class Route:
+    name: str  # "namespace:name", or the pattern itself when the route has no name
+    pattern: str
+
+
+def walk(patterns, prefix: str = "", namespace: str | None = None) -> Iterator[Route]:
+    """Yield every URL pattern below `patterns` with its full pattern and namespaced name."""
+    for p in patterns:
+        if isinstance(p, URLResolver):
+            ns = namespace
+            if p.namespace:
+                ns = f"{namespace}:{p.namespace}" if namespace else p.namespace
+            yield from walk(p.url_patterns, prefix + str(p.pattern), ns)
+        elif isinstance(p, URLPattern):
+            pattern = prefix + str(p.pattern)
+            name = p.name and (f"{namespace}:{p.name}" if namespace else p.name)
+            yield Route(name or pattern, pattern)
+
+
+def all_routes() -> list[Route]:
+    return list(walk(get_resolver().url_patterns))
+
+
+def is_admin(route: Route) -> bool:
+    return route.pattern.startswith("admin/")
+
+
+# <conv:name> of path() and (?P<name>...) of re_path()/DRF routers.
+_PARAM = re.compile(r"<(?:[^>:]+:)?(?P<name>[^>]+)>|\(\?P<(?P<rname>\w+)>[^)]*\)")
+
+# Admin pages summarised by the index, the app index and each model's changelist: the
+# add/change/delete/history pages of models outside `questions` are Django's own code.
+ADMIN_DETAIL_APPS = ("questions_",)
+
+
+def build_path(route: Route, w: World) -> str | None:
+    """Return the route's path with sample values, or None for a summarised admin route."""
+    name = route.name
+    if name == "admin:app_list":
+        return "/admin/questions/"
+    if "(?P<url>" in route.pattern:
+        return None  # the admin's catch-all (404 or a redirect to a known page)
+    if is_admin(route):
+        if name.startswith("admin/"):
+            return None  # an unnamed redirect from admin/<model>/<pk>/ to .../change/
+        m = re.match(r"admin:(\w+?)_(\w+)_(change|delete|history)$", name)
+        if m and not name.startswith(tuple("admin:" + a for a in ADMIN_DETAIL_APPS)):
+            return None
+        model_key = f"{m.group(1)}_{m.group(2)}" if m else ""
+        if m and model_key not in w.sample_pk:
+            return None
+    else:
+        model_key = ""
+    item = w.item_id
+    if name.split(":")[-1] in HELD_ITEM_ROUTES:
+        item = w.claimed_item_id
+    pk = w.run_id
+    if name.startswith("review:api-item"):
+        pk = item
+    elif name.startswith("review:api-proposal"):
+        pk = w.proposal_id
+    elif name.startswith("review:api-edition"):
+        pk = w.draft_pk
+    values = {
+        "item_id": item,
+        "proposal_id": w.proposal_id,
+        "pk": pk,
+        "benchmark": BENCHMARK,
+        "name": w.draft if name == "review:edition_publish" else w.edition,
+        "object_id": w.sample_pk.get(model_key, "") if model_key else 1,
+        "id": w.users["reviewer"].pk,
+        "content_type_id": 1,
+        "format": "json",
+    }
+
+    def value(match: re.Match) -> str:
+        return str(values[match.group("name") or match.group("rname")])
+
+    path = _PARAM.sub(value, route.pattern)
+    path = path.replace("^", "").replace("$", "").replace("\\.", ".").replace("/?", "/")
+    return "/" + path
+
+
+# Routes whose item is the one the reviewer holds (holder-only actions show).
+HELD_ITEM_ROUTES = {
+    "release",
+    "renew",
+    "reassign",
+    "check",
+    "propose",
+    "api-item-release",
+    "api-item-renew",
+    "api-item-reassign",
+    "api-item-checks",
+    "api-item-proposals",
+}
+
+
+def post_data(route: Route, w: World) -> dict:
+    """A valid form or JSON body, so the permission check, not validation, decides."""
+    check = {"locator_exists": "yes", "supports": "yes", "edition_in_force": "yes", "amended": "no"}
+    short = route.name.split(":")[-1]
+    return {
+        "reassign": {"assignee": "m-editor", "version": w.claimed_version},
+        "api-item-reassign": {"assignee": "m-editor", "version": w.claimed_version},
+        "release": {"version": w.claimed_version},
+        "api-item-release": {"version": w.claimed_version},
+        "check": {"version": w.claimed_version, **check},
+        "api-item-checks": {"version": w.claimed_version, **check},
+        "propose": {"version": w.claimed_version, "action": "confirm"},
+        "api-item-proposals": {"version": w.claimed_version, "action": "confirm"},
+        "proposal_reject": {"comment": "The citation is right."},
+        "api-proposal-reject": {"comment": "The citation is right."},
+        "run-create": {"edition": w.edition_pk, "kind": "grade"},
+        "api-runs": {"benchmark": BENCHMARK, "edition": w.edition, "kind": "grade"},
+    }.get(short, {})
+
+
+# ------------------------------------------------------------------ running the matrix
+
+
+def state() -> tuple:
+    """A fingerprint of everything a request could change (compared before/after)."""
+    from questions.models import KeyEdition, KeyEntry, Question
+    from review.models import AuditLogEntry, CitationCheck, Proposal, ReviewItem
+    from scoring.models import ScoringRun
+
+    return (
+        AuditLogEntry.objects.count(),
+        CitationCheck.objects.count(),
+        KeyEntry.objects.count(),
+        tuple(Proposal.objects.order_by("pk").values_list("pk", "status")),
+        tuple(
+            ReviewItem.objects.order_by("pk").values_list("pk", "status", "version", "claimed_by")
+        ),
+        tuple(KeyEdition.objects.order_by("pk").values_list("pk", "status")),
+        tuple(Question.objects.order_by("pk").values_list("pk", "scoring_status")),
+        tuple(ScoringRun.objects.order_by("pk").values_list("pk", "status")),
+        User.objects.count(),
+    )
+
+
+def _client(role: str, w: World, **kwargs) -> Client:
+    client = Client(**kwargs)
+    if role != "anonymous":
+        client.force_login(w.users[role])
+    return client
+
+
+def request(client: Client, method: str, path: str, data: dict, api: bool):
+    if method == "GET":
+        return client.get(path)
+    if api:
+        return client.post(path, data, content_type="application/json")
+    return client.post(path, data)
+
+
+def is_api(route: Route) -> bool:
+    return route.pattern.startswith("api/")
+
+
+def outcome(response) -> str:
+    """Status, with where a redirect goes when it goes to a sign-in page."""
+    location = response.get("Location", "")
+    for login in ("/accounts/login/", "/admin/login/"):
+        if response.status_code == 302 and location.startswith(login):
+            return f"302 {login}"
+    return str(response.status_code)
+
+
+# ------------------------------------------------------------------ the expectations
+#
+# EXPECTED[url name] = (GET row, POST row); a row maps role -> outcome(). Pages send
+# anonymous and deactivated users (a deactivated user's session no longer authenticates)
+# to the sign-in page; the API answers 403 (session authentication is listed first, and
+# it has no WWW-Authenticate challenge, so DRF says 403 rather than 401).
+
+LOGIN = "302 /accounts/login/"
+ADMIN_LOGIN = "302 /admin/login/"
+SIGNED_IN = ("reviewer", "editor", "admin", "superuser")
+
+
+def page(reviewer, editor, admin, superuser=None) -> dict[str, str]:
+    """A page row: the three roles (superuser as admin unless given)."""
+    row = {"anonymous": LOGIN, "deactivated": LOGIN, "reviewer": reviewer, "editor": editor}
+    row |= {"admin": admin, "superuser": admin if superuser is None else superuser}
+    return {k: str(v) for k, v in row.items()}
+
+
+def api(reviewer, editor, admin) -> dict[str, str]:
+    row = {"anonymous": 403, "deactivated": 403, "reviewer": reviewer, "editor": editor}
+    row |= {"admin": admin, "superuser": admin}
+    return {k: str(v) for k, v in row.items()}
+
+
+def everyone(outcome_) -> dict[str, str]:
+    return {r: str(outcome_) for r in ROLES}
+
+
+ANY_ROLE = page(200, 200, 200)
+NO_POST = page(405, 405, 405)
+NO_GET = page(405, 405, 405)
+API_NO_POST = api(405, 405, 405)
+API_NO_GET = api(405, 405, 405)
+REVIEWERS = page(303, 303, 303)  # any reviewer (editor and admin imply reviewer)
+HOLDER = page(303, 403, 403)  # only the reviewer who holds the claim
+EDITORS = page(403, 303, 303)
+ADMINS_GET = page(403, 403, 200)
+ADMINS_POST = page(403, 403, 302)
+
+EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    # -- site
+    "home": (ANY_ROLE, ANY_ROLE),  # read-only: a POST renders the page, changes nothing
+    "healthz": (everyone(200), everyone(200)),  # the load balancer's probe: public, read-only
+    "login": (everyone(200), everyone(200)),  # an empty POST is a failed sign-in form
+    "logout": (page(405, 405, 405), page(*[LOGIN] * 3)),
+    "api-schema": (api(200, 200, 200), API_NO_POST),
+    "api-docs": (api(200, 200, 200), API_NO_POST),
+    # -- review pages
+    "review:queue": (ANY_ROLE, NO_POST),
+    "review:next": (NO_GET, REVIEWERS),
+    "review:item": (ANY_ROLE, NO_POST),
+    "review:claim": (NO_GET, REVIEWERS),
+    "review:release": (NO_GET, REVIEWERS),  # the holder, or an editor freeing a claim
+    "review:renew": (NO_GET, HOLDER),
+    "review:reassign": (NO_GET, EDITORS),
+    "review:check": (NO_GET, HOLDER),
+    "review:propose": (NO_GET, HOLDER),
+    "review:approvals": (page(403, 200, 200), NO_POST),
+    "review:proposal_approve": (NO_GET, EDITORS),  # the author is the reviewer: four eyes
+    "review:proposal_reject": (NO_GET, EDITORS),
+    "review:editions_index": (page(302, 302, 302), NO_POST),  # one benchmark: straight to it
+    "review:editions": (ANY_ROLE, NO_POST),
+    "review:edition": (ANY_ROLE, NO_POST),
+    "review:edition_publish": (NO_GET, EDITORS),
+    "review:log": (page(403, 403, 200), NO_POST),
+    # -- review API
+    "review:api-item-list": (api(200, 200, 200), API_NO_POST),
+    "review:api-item-detail": (api(200, 200, 200), API_NO_POST),
+    "review:api-item-next": (API_NO_GET, api(200, 200, 200)),
+    "review:api-item-claim": (API_NO_GET, api(200, 200, 200)),
+    "review:api-item-release": (API_NO_GET, api(200, 200, 200)),
+    "review:api-item-renew": (API_NO_GET, api(200, 403, 403)),
+    "review:api-item-reassign": (API_NO_GET, api(403, 200, 200)),
+    "review:api-item-checks": (API_NO_GET, api(201, 403, 403)),
+    "review:api-item-proposals": (API_NO_GET, api(201, 403, 403)),
+    "review:api-proposal-list": (api(200, 200, 200), API_NO_POST),
+    "review:api-proposal-detail": (api(200, 200, 200), API_NO_POST),
+    "review:api-proposal-approve": (API_NO_GET, api(403, 200, 200)),
+    "review:api-proposal-reject": (API_NO_GET, api(403, 200, 200)),
+    "review:api-edition-list": (api(200, 200, 200), API_NO_POST),
+    "review:api-edition-detail": (api(200, 200, 200), API_NO_POST),
+    # An empty draft cannot be published (409): the role check passed, the domain refused.
+    "review:api-edition-publish": (API_NO_GET, api(403, 409, 409)),
+    "review:api-log-list": (api(403, 403, 200), api(403, 403, 405)),
+    # -- leaderboard and report (read-only pages: a POST renders, changes nothing)
+    "scoring:leaderboard_index": (page(302, 302, 302), page(302, 302, 302)),
+    "scoring:leaderboard": (ANY_ROLE, ANY_ROLE),
+    "scoring:leaderboard_csv": (ANY_ROLE, ANY_ROLE),
+    "scoring:leaderboard_json": (ANY_ROLE, ANY_ROLE),
+    "scoring:report_index": (page(302, 302, 302), page(302, 302, 302)),
+    "scoring:report": (ANY_ROLE, ANY_ROLE),
+    "scoring:report_md": (ANY_ROLE, ANY_ROLE),
+    "scoring:report_json": (ANY_ROLE, ANY_ROLE),
+    "scoring:api_leaderboard": (api(200, 200, 200), API_NO_POST),
+    "scoring:api_agreement": (api(200, 200, 200), API_NO_POST),
+    "scoring:api_report": (api(200, 200, 200), API_NO_POST),
+    # -- runs (admins only)
+    "scoring:runs": (ADMINS_GET, NO_POST),
+    "scoring:run-create": (NO_GET, ADMINS_POST),
+    "scoring:run-detail": (ADMINS_GET, NO_POST),
+    "scoring:run-progress": (ADMINS_GET, NO_POST),
+    "scoring:run-cancel": (NO_GET, ADMINS_POST),
+    "scoring:run-resume": (NO_GET, ADMINS_POST),
+    "scoring:api-runs": (api(403, 403, 200), api(403, 403, 201)),
+    "scoring:api-run-detail": (api(403, 403, 200), api(403, 403, 405)),
+    "scoring:api-run-cancel": (api(403, 403, 405), api(403, 403, 200)),
+    "scoring:api-run-resume": (api(403, 403, 405), api(403, 403, 200)),
+}
+
+# The Django admin, by rule (a newly registered model falls under a rule by itself): only
+# a staff superuser gets in; holders of the `admin` role are not staff. (GET, POST) for
+# the superuser; every other role is sent to the admin's sign-in page.
+ADMIN_RULES: list[tuple[str, tuple[str, str]]] = [
+    (r"admin:questions_key(edition|entry)_delete$", ("403", "403")),  # published: read-only
+    (r"admin:questions_key(edition|entry)_change$", ("200", "403")),
+    (r"admin:axes_\w+_add$", ("403", "403")),  # django-axes records are not added by hand
+    (r"admin:(index|app_list|password_change)$", ("200", "200")),
+    (r"admin:\w+_(changelist|add|change|delete|history)$", ("200", "200")),
+    (r"admin:(password_change_done|jsi18n)$", ("200", "405")),
+    (r"admin:autocomplete$", ("403", "405")),  # no model/field named: refused
+    (r"admin:view_on_site$", ("404", "404")),  # no model has get_absolute_url
+]
+ADMIN_SPECIAL = {
+    "admin:login": ({**everyone(200), "superuser": "302"}, everyone(200)),
+    "admin:logout": ({**everyone(302), "superuser": "405"}, {**everyone(302), "superuser": LOGIN}),
+}
+
+
+def expected_for(route: Route) -> tuple[dict[str, str], dict[str, str]] | None:
+    if route.name in EXPECTED:
+        return EXPECTED[route.name]
+    if route.name in ADMIN_SPECIAL:
+        return ADMIN_SPECIAL[route.name]
+    if is_admin(route):
+        for rule, (get, post) in ADMIN_RULES:
+            if re.match(rule, route.name):
+                outsiders = {r: ADMIN_LOGIN for r in ROLES if r != "superuser"}
+                return {**outsiders, "superuser": get}, {**outsiders, "superuser": post}
+    return None
+
+
+REFUSED = {LOGIN, ADMIN_LOGIN, "401", "403", "404", "405"}
+
+
+# ------------------------------------------------------------------ the tests
+
+
+def test_every_route_has_an_expectation():
+    """A new route without a row here fails: add the row, deciding who may use it."""
+    missing, unsampled = [], []
+    names = set()
+    for route in all_routes():
+        names.add(route.name)
+        if is_admin(route) and (route.name.startswith("admin/") or "(?P<url>" in route.pattern):
+            continue  # unnamed admin redirects and the catch-all: Django's own
+        if expected_for(route) is None:
+            missing.append(f"{route.name} ({route.pattern})")
+    stale = sorted(set(EXPECTED) - names)
+    assert not missing, "routes with no expected statuses: " + ", ".join(missing)
+    assert not stale, "expectations for routes that no longer exist: " + ", ".join(stale)
+    assert not unsampled
+
+
+@pytest.fixture
+def world(db, settings) -> World:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    return build_world()
+
+
+def test_every_route_answers_every_role_as_expected(world, capsys):
+    """Routes x roles x (GET, POST): the status table holds, and refusals change nothing.
+
+    Every GET, and every refused POST, leaves `state()` as it was: a GET never changes
+    state, and a refused write has no side effect.
+    """
+    w = world
+    clients = {role: _client(role, w) for role in ROLES}
+    mismatches, side_effects = [], []
+    checked, routes = 0, 0
+    for route in all_routes():
+        path = build_path(route, w)
+        expected = expected_for(route)
+        if path is None or expected is None:
+            continue
+        routes += 1
+        for method, row in zip(("GET", "POST"), expected, strict=True):
+            for role in ROLES:
+                sid = transaction.savepoint()
+                before = state()
+                response = request(clients[role], method, path, post_data(route, w), is_api(route))
+                got = outcome(response)
+                if method == "GET" or got in REFUSED:
+                    if state() != before:
+                        side_effects.append(f"{method} {path} as {role} ({got})")
+                transaction.savepoint_rollback(sid)
+                checked += 1
+                if got != row[role]:
+                    mismatches.append(f"{method} {path} as {role}: {got}, expected {row[role]}")
+                if route.name in ("logout", "admin:logout"):
+                    clients[role] = _client(role, w)  # signed out: sign in again
+    with capsys.disabled():
+        print(
+            f"\naccess matrix: {routes} routes x {len(ROLES)} roles x 2 methods = {checked} checks"
+        )
+    assert not mismatches, "\n".join(mismatches)
+    assert not side_effects, "requests that changed state:\n" + "\n".join(side_effects)
+    assert routes >= 60
+
+
+def test_a_deactivated_users_token_is_refused_on_every_api_route(world):
+    """Token authentication: a deactivated user's token no longer works, GET or POST.
+
+    DRF answers 401 ("User inactive or deleted"); the schema view, which authenticates
+    with its own settings, answers 403. Either is a refusal.
+    """
+    token = Token.objects.create(user=world.users["deactivated"])
+    client = Client(HTTP_AUTHORIZATION=f"Token {token.key}")
+    seen = 0
+    for route in all_routes():
+        if not is_api(route):
+            continue
+        path = build_path(route, world)
+        for method in ("GET", "POST"):
+            response = request(client, method, path, post_data(route, world), True)
+            assert response.status_code in (401, 403), (method, path, response.status_code)
+            seen += 1
+    assert seen >= 40
+
+
+def test_a_valid_token_reaches_the_api_without_a_session(world):
+    """Control for the test above: the same route answers 200 to an active user's token."""
+    token = Token.objects.create(user=world.users["reviewer"])
+    client = Client(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert client.get("/api/review/items/").status_code == 200
+
+
+def _csrf_token(client: Client) -> str:
+    client.get("/accounts/login/")  # renders {% csrf_token %}: sets the cookie
+    return client.cookies["csrftoken"].value
+
+
+def _is_csrf_refusal(response) -> bool:
+    body = response.content.decode(errors="replace")
+    return response.status_code == 403 and ("CSRF" in body or "csrf" in body)
+
+
+def test_every_post_needs_the_csrf_token_and_succeeds_with_it(world, capsys):
+    """CSRF on every state-changing page, htmx request and session-authenticated API write.
+
+    For each route, the first role whose POST the matrix lets through posts three times
+    with `enforce_csrf_checks`: without the token (403, a CSRF refusal), as htmx without
+    the token (403), and with the token in the X-CSRFToken header (the matrix's outcome,
+    so the 403 was the token's doing and not the role's).
+    """
+    w = world
+    checked = []
+    failures = []
+    for route in all_routes():
+        path = build_path(route, w)
+        expected = expected_for(route)
+        if path is None or expected is None:
+            continue
+        post_row = expected[1]
+        if route.name in ("login", "admin:login"):
+            role = "anonymous"  # the sign-in forms are posted before signing in
+        elif route.name in ("logout", "admin:logout"):
+            role = "reviewer"  # signing out redirects to the sign-in page: not a refusal
+        else:
+            role = next((r for r in SIGNED_IN if post_row[r] not in REFUSED), None)
+        if role is None:
+            continue  # every role is refused anyway: nothing to forge
+        client = _client(role, w, enforce_csrf_checks=True)
+        data = post_data(route, w)
+        for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+            sid = transaction.savepoint()
+            before = state()
+            if is_api(route):
+                response = client.post(path, data, content_type="application/json", **headers)
+            else:
+                response = client.post(path, data, **headers)
+            if not _is_csrf_refusal(response):
+                failures.append(f"POST {path} as {role} {headers}: {response.status_code}")
+            if state() != before:
+                failures.append(f"POST {path} as {role} {headers} without a token changed state")
+            transaction.savepoint_rollback(sid)
+        token = _csrf_token(client)
+        sid = transaction.savepoint()
+        if is_api(route):
+            response = client.post(
+                path, data, content_type="application/json", HTTP_X_CSRFTOKEN=token
+            )
+        else:
+            response = client.post(path, data, HTTP_X_CSRFTOKEN=token)
+        transaction.savepoint_rollback(sid)
+        if outcome(response) != post_row[role]:
+            failures.append(
+                f"POST {path} as {role} WITH the token: {outcome(response)}, "
+                f"expected {post_row[role]}"
+            )
+        checked.append(route.name)
+    with capsys.disabled():
+        print(f"\nCSRF: {len(checked)} POST routes checked without/with token, plain and htmx")
+    assert not failures, "\n".join(failures)
+    for name in (
+        "review:claim",
+        "review:propose",
+        "review:proposal_approve",
+        "logout",
+        "review:api-item-claim",
+        "scoring:api-runs",
+        "scoring:run-create",
+    ):
+        assert name in checked
