@@ -16,6 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -207,6 +208,15 @@ def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
     return render(request, "review/item.html", _item_context(request, item))
 
 
+def _safe_next(request: HttpRequest) -> str:
+    """Return the POSTed `next` when it stays on this site, else "" (no open redirect)."""
+    target = request.POST.get("next", "")
+    allowed = url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return target if allowed else ""
+
+
 def _item_action(action):
     """Run a claim-type action from a plain form; domain errors become messages or 403/409."""
 
@@ -226,7 +236,7 @@ def _item_action(action):
         else:
             if message:
                 messages.success(request, message)
-        return _done(request, request.POST.get("next") or _item_url(item))
+        return _done(request, _safe_next(request) or _item_url(item))
 
     return require_POST(requires(permissions.can_view_queue)(view))
 
