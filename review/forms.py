@@ -13,6 +13,12 @@ class VersionedForm(forms.Form):
 
 
 class CitationCheckForm(VersionedForm):
+    """The citation check; ids are prefixed because it shares a page with the outcome form."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "check_%s")
+        super().__init__(*args, **kwargs)
+
     locator_exists = forms.ChoiceField(
         label="Does the locator exist in that edition?",
         choices=CitationCheck.YesNo.choices,
@@ -42,6 +48,12 @@ class CitationCheckForm(VersionedForm):
 
 
 class OutcomeForm(VersionedForm):
+    """The outcome: confirm, correction or removal (ids prefixed, see CitationCheckForm)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "outcome_%s")
+        super().__init__(*args, **kwargs)
+
     action = forms.ChoiceField(
         label="Outcome", choices=Proposal.Action.choices, widget=forms.RadioSelect
     )

@@ -1,0 +1,72 @@
+"""Playwright helpers for browser tests: Debian's Chromium, screenshots kept for CI.
+
+Chromium is Debian's (`apt-get install chromium`), launched with the flags this
+workplace needs (no sandbox as root, no background networking). Screenshots go to
+`test-artifacts/` (CI keeps the folder) under a per-test sub-folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path(os.environ.get("SNAGLIST_CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Yield a launched Chromium browser (session-wide); fail clearly if it is missing."""
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: install Debian's package with "
+            "`apt-get install chromium` (or set SNAGLIST_CHROMIUM)."
+        )
+    # Playwright's sync API runs its own event loop; Django's ORM calls in the same test
+    # thread are then flagged as "async unsafe" although they are not concurrent.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class Shots:
+    """Numbered screenshots of a test's steps into test-artifacts/<name>/."""
+
+    def __init__(self, name: str):
+        self.folder = ARTIFACTS / name
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for old in self.folder.glob("*.png"):
+            old.unlink()
+        self.n = 0
+
+    def take(self, page, label: str, *, full_page: bool = True) -> Path:
+        self.n += 1
+        slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+        path = self.folder / f"{self.n:02d}-{slug}.png"
+        page.screenshot(path=str(path), full_page=full_page)
+        return path
+
+
+def sign_in(page, base_url: str, username: str, password: str) -> None:
+    """Sign in through the login form as a person would."""
+    page.goto(f"{base_url}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"^(?!.*/accounts/login/).*$"))

@@ -1,0 +1,227 @@
+"""The whole main job in a real browser, on the demo bundle, with a real Celery worker.
+
+reviewer: queue -> claim the top item with the keyboard -> passage and grades -> citation
+check -> proposes a correction; editor: approves it (and cannot approve their own
+proposal) -> publishes corrected-1; admin: re-scores -> progress reaches 100% -> the
+leaderboard's original-vs-corrected view and the report show the correction.
+
+Runs against pytest-django's live_server on PostgreSQL; publishing and re-scoring go
+through Redis to a worker process (tests/worker_fixtures.py). Screenshots of every step
+land in test-artifacts/e2e-main-job/ (README and docs/ use some of them).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+
+from tests.browser import ARTIFACTS, Shots, chromium, sign_in  # noqa: F401
+from tests.conftest import DEMO_BUNDLE, PROJECT_ROOT
+from tests.worker_fixtures import celery_worker_factory  # noqa: F401
+
+pytestmark = [pytest.mark.browser, pytest.mark.worker]
+
+PASSWORD = "e2e-demo-password-7Kq"
+BENCHMARK = "uk-construction-demo"
+CLASS_MA = "Q046"  # the out-of-date Class MA key: both judges flag it, most models "disagree"
+NEW_ANSWER = (
+    "There is no longer a floorspace limit: the 1,500 m² cap on Class MA was removed by "
+    "amendment from 5 March 2024."
+)
+
+
+def _users() -> dict[str, User]:
+    users = {}
+    for name, group in (
+        ("reviewer", "reviewer"),
+        ("editor", "editor"),
+        ("editor2", "editor"),
+        ("admin", "admin"),
+    ):
+        user = User.objects.create_user(name, password=PASSWORD)
+        user.groups.add(Group.objects.get(name=group))
+        users[name] = user
+    return users
+
+
+@pytest.fixture
+def demo(transactional_db):
+    call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
+    call_command("triage", benchmark=BENCHMARK, verbosity=0)
+    return _users()
+
+
+@pytest.fixture
+def worker(celery_worker_factory):  # noqa: F811
+    """A real worker; the web (live_server thread) enqueues to its queue."""
+    from config.celery import app
+
+    w = celery_worker_factory()
+    old_queue = app.conf.task_default_queue
+    app.conf.task_default_queue = w.queue
+    yield w
+    app.conf.task_default_queue = old_queue
+
+
+def _scores(page) -> dict[str, str]:
+    """Return {model_id: score text} from the leaderboard's band table."""
+    rows = page.locator("table.band-table tbody tr")
+    out = {}
+    for i in range(rows.count()):
+        cells = rows.nth(i).locator("td, th")
+        texts = [cells.nth(j).inner_text().strip() for j in range(cells.count())]
+        for t in texts:
+            if t.startswith("model-"):
+                out[t] = texts
+    return out
+
+
+def test_main_job_end_to_end(demo, worker, live_server, chromium):  # noqa: F811
+    from questions.models import KeyEdition, KeyEntry
+    from review.models import Proposal
+
+    base = live_server.url
+    shots = Shots("e2e-main-job")
+    original_entries = list(
+        KeyEntry.objects.filter(edition__name="original").order_by("pk").values_list(
+            "pk", "answer", "citation_locator", "citation_quote"
+        )
+    )
+
+    # ---------------------------------------------------------------- reviewer
+    ctx = chromium.new_context(viewport={"width": 1366, "height": 900}, locale="en-GB")
+    page = ctx.new_page()
+    sign_in(page, base, "reviewer", PASSWORD)
+    page.goto(f"{base}/review/?benchmark={BENCHMARK}")
+    page.wait_for_selector("text=Review queue")
+    first_row = page.locator("#queue-results tbody tr").first
+    assert CLASS_MA in first_row.inner_text(), "both judges flagged + consensus should sort first"
+    shots.take(page, "reviewer queue")
+
+    page.locator("body").press("c")  # claim the top item with the keyboard
+    page.wait_for_url(re.compile(r"/review/items/\d+/"))
+    page.wait_for_selector("text=You hold this item")
+    body = page.locator("main").inner_text()
+    assert "Cited passage" in body and "Class MA" in body
+    # The Class MA key cites the passage without a quote: the passage itself is shown.
+    assert "1,500 square metres" in page.locator(".passage").inner_text()
+    grades_table = page.locator("table.grades-table tbody tr")
+    assert grades_table.count() == 6, "every model's response with both judges' grades"
+    assert "5 of 6 models graded 0 by both judges" in body
+    shots.take(page, "review page")
+    shutil.copy(shots.folder / f"{shots.n:02d}-review-page.png", PROJECT_ROOT / "docs" / "screenshots" / "review-page.png")
+
+    # An htmx form with a validation error swaps in only its fragment.
+    page.get_by_role("button", name="Record check").click()
+    page.wait_for_selector("#check-form-box .field-error")
+    assert page.locator("header.site-header").count() == 1, "no page inside the fragment"
+    assert page.locator("#check-form-box").count() == 1
+    assert re.search(r"/review/items/\d+/$", page.url)
+    shots.take(page, "check form errors in place")
+
+    check = page.locator("#check-form-box")
+    check.get_by_role("group", name="Does the locator exist in that edition?").get_by_label("Yes").check()
+    check.get_by_role("group", name="Does the passage support the key answer?").get_by_label("Yes").check()
+    check.get_by_role("group", name="Is that edition in force?").get_by_label("Yes").check()
+    check.get_by_role("group", name="Amended or repealed since?").get_by_label("Yes").check()
+    check.get_by_label("Evidence note").fill(
+        "SI 2024/141 removed the 1,500 m² limit from Class MA from 5 March 2024."
+    )
+    check.get_by_role("button", name="Record check").click()
+    page.wait_for_selector("text=Citation check recorded")
+    shots.take(page, "citation check recorded")
+
+    page.locator("body").press("e")  # propose a correction
+    outcome = page.locator("#outcome-form-box")
+    outcome.get_by_label("Reason").select_option("amended_or_repealed")
+    outcome.get_by_label("Corrected answer").fill(NEW_ANSWER)
+    outcome.get_by_role("button", name="Send for approval").click()
+    page.wait_for_selector("text=sent for an editor's approval")
+    shots.take(page, "correction proposed")
+    proposal = Proposal.objects.get(item__question__question_id=CLASS_MA, status="pending")
+    assert proposal.author.username == "reviewer" and proposal.answer == NEW_ANSWER
+    ctx.close()
+
+    # ---------------------------------------------------------------- editor
+    ctx = chromium.new_context(viewport={"width": 1366, "height": 900}, locale="en-GB")
+    page = ctx.new_page()
+    sign_in(page, base, "editor", PASSWORD)
+
+    # The editor proposes a removal elsewhere: their own proposal cannot be approved by them.
+    page.goto(f"{base}/review/?benchmark={BENCHMARK}")
+    page.get_by_role("button", name=re.compile("Next item")).click()
+    page.wait_for_url(re.compile(r"/review/items/\d+/"))
+    shots.take(page, "editor claims the next item")
+    page.locator("body").press("r")
+    outcome = page.locator("#outcome-form-box")
+    outcome.get_by_label("Reason").select_option("ungradeable")
+    outcome.get_by_label("Note", exact=True).fill("Editor's own proposal, for the four-eyes check.")
+    outcome.get_by_role("button", name="Send for approval").click()
+    page.wait_for_selector("text=sent for an editor's approval")
+
+    page.goto(f"{base}/review/approvals/")
+    own = page.locator("article", has_text="Editor's own proposal")
+    theirs = page.locator("article", has_text=CLASS_MA)
+    assert own.get_by_role("button", name="Approve").count() == 0
+    assert "your own proposal" in own.inner_text().lower()
+    assert NEW_ANSWER in theirs.inner_text(), "the diff shows the new answer"
+    shots.take(page, "approvals")
+    theirs.get_by_label("Comment (optional)").fill("Checked against SI 2024/141.")
+    theirs.get_by_role("button", name="Approve").click()
+    page.wait_for_selector("text=approved")
+    proposal.refresh_from_db()
+    assert proposal.status == "approved" and proposal.decided_by.username == "editor"
+
+    page.goto(f"{base}/editions/{BENCHMARK}/")
+    shots.take(page, "editions before publishing")
+    page.get_by_role("link", name=re.compile("corrected-1")).first.click()
+    page.get_by_role("button", name=re.compile("Publish")).click()
+    page.wait_for_selector("text=published")
+    shots.take(page, "corrected-1 published")
+    corrected = KeyEdition.objects.get(name="corrected-1")
+    assert corrected.status == "published" and corrected.entries.count() == 1
+    ctx.close()
+
+    # The original key edition is byte-identical.
+    assert original_entries == list(
+        KeyEntry.objects.filter(edition__name="original").order_by("pk").values_list(
+            "pk", "answer", "citation_locator", "citation_quote"
+        )
+    )
+
+    # ---------------------------------------------------------------- admin
+    ctx = chromium.new_context(viewport={"width": 1366, "height": 900}, locale="en-GB")
+    page = ctx.new_page()
+    sign_in(page, base, "admin", PASSWORD)
+    page.goto(f"{base}/runs/")
+    page.get_by_role("button", name=re.compile("Re-score")).first.click()
+    progress = page.locator("progress").first
+    progress.wait_for()
+    page.wait_for_function(
+        "() => { const p = document.querySelector('progress');"
+        " return p && p.max > 0 && p.value >= p.max; }",
+        timeout=90_000,
+    )
+    page.wait_for_selector("text=Complete", timeout=30_000)
+    shots.take(page, "re-scoring complete")
+
+    page.goto(f"{base}/leaderboard/{BENCHMARK}/?edition=corrected-1&compare=original")
+    page.wait_for_selector("table")
+    board_text = page.locator("main").inner_text()
+    assert "corrected-1" in board_text
+    shots.take(page, "leaderboard original vs corrected")
+    shutil.copy(
+        shots.folder / f"{shots.n:02d}-leaderboard-original-vs-corrected.png",
+        PROJECT_ROOT / "docs" / "screenshots" / "leaderboard.png",
+    )
+
+    page.goto(f"{base}/report/{BENCHMARK}/?edition=corrected-1&compare=original")
+    report = page.locator("main").inner_text()
+    assert re.search(r"Corrected\D{0,40}1\b", report), report[:2000]
+    shots.take(page, "methodology report")
+    ctx.close()
+    assert ARTIFACTS.is_dir()
