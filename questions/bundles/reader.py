@@ -405,6 +405,10 @@ def _documents(source: BundleSource, p: Problems, b: BundleData) -> None:
             "superseded_by": row.text("superseded_by", required=False, max_length=MAX["id"]),
             "line": row.line,
         }
+        url = values["url"] or ""
+        if url and not url.lower().startswith(("http://", "https://")):
+            # Shown as a link on the review page: a javascript: URL would run on click.
+            row.error("url", f"{url[:60]!r} is not an http(s) URL")
         status = row.data.get("status") or "current"
         if status not in DOC_STATUSES:
             row.error("status", f"{status!r} is not one of {', '.join(DOC_STATUSES)}")
