@@ -213,6 +213,19 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):  # noqa: F811
     page.wait_for_selector("table")
     board_text = page.locator("main").inner_text()
     assert "corrected-1" in board_text
+    changes = {}
+    rows = page.locator("table.compare-table tbody tr")
+    for i in range(rows.count()):
+        cells = [c.strip() for c in rows.nth(i).locator("th, td").all_inner_texts()]
+        changes[cells[0]] = cells
+    # Columns: model | original score, rank, band | corrected score, rank, band | change | move
+    # Five models said the cap was removed (now right: up), model-e applied it (now wrong).
+    for model in ("model-a", "model-b", "model-c", "model-d", "model-f"):
+        assert float(changes[model][7]) > 0, changes[model]
+    assert float(changes["model-e"][7]) < 0, changes["model-e"]
+    # Hand check for model-a: 35 counted responses, Q046 moved from 0+0 to 2+2 agreed,
+    # so its points rise by 2 on a denominator of 2 x 35: +2/70 = +2.86 points.
+    assert changes["model-a"][7] == "+2.86", changes["model-a"]
     shots.take(page, "leaderboard original vs corrected")
     shutil.copy(
         shots.folder / f"{shots.n:02d}-leaderboard-original-vs-corrected.png",
@@ -223,5 +236,30 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):  # noqa: F811
     report = page.locator("main").inner_text()
     assert re.search(r"Corrected\D{0,40}1\b", report), report[:2000]
     shots.take(page, "methodology report")
+    ctx.close()
+
+    # --------------------------------------------------- htmx habits, as the reviewer
+    ctx = chromium.new_context(viewport={"width": 1366, "height": 900}, locale="en-GB")
+    page = ctx.new_page()
+    sign_in(page, base, "reviewer", PASSWORD)
+    page.goto(f"{base}/review/?benchmark={BENCHMARK}")
+    page.get_by_label("Status", exact=True).select_option("all")  # htmx swaps the results, pushes the URL
+    page.wait_for_url(re.compile(r"status=all"))
+    page.locator("#queue-results a", has_text="Q005").first.click()
+    page.wait_for_url(re.compile(r"/review/items/\d+/"))
+    page.go_back()
+    page.wait_for_url(re.compile(r"status=all"))
+    page.wait_for_selector("#queue-results tbody tr")
+    assert page.locator("header.site-header").count() == 1, "Back shows the full page"
+    assert page.locator("form.filters").count() == 1
+    shots.take(page, "back after filtering shows the full page")
+
+    # An expired session on an htmx action leads to the login page, not into a fragment.
+    ctx.clear_cookies()
+    page.get_by_label("Status", exact=True).select_option("open")
+    page.wait_for_url(re.compile(r"/accounts/login/"))
+    assert page.locator("#queue-results").count() == 0
+    assert page.get_by_role("heading", name="Sign in").count() == 1
+    shots.take(page, "expired session goes to login")
     ctx.close()
     assert ARTIFACTS.is_dir()

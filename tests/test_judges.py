@@ -984,3 +984,34 @@ def test_limiter_for_reads_concurrency_and_rpm_from_the_judge_config(redis_db: A
     assert isinstance(limiter_for({"backend": "reference"}, client, "x"), NullLimiter)
     with pytest.raises(JudgeConfigError):
         limiter_for({"backend": "reference", "rpm": 0}, client, "x")
+
+
+def test_reference_judge_accepts_a_removal_once_the_corrected_key_records_it():
+    """After the Class MA correction the key says the cap was removed: responses that say so
+    are right (not flagged), and one that still applies the cap is wrong."""
+    backend = get_backend({"backend": "reference", "strictness": "strict"})
+    key = (
+        "There is no longer a floorspace limit: the 1,500 m² cap on Class MA was removed "
+        "by amendment from 5 March 2024."
+    )
+    question = "Under Class MA of the GPDO, is there a maximum floorspace limit on the building?"
+    removed = backend.grade(
+        GradingInput(
+            question=question,
+            key_answer=key,
+            citation_text="GPDO Class MA",
+            response="Not any more. The 1,500 m² floorspace limit was removed in March 2024.",
+        )
+    )
+    still_applies = backend.grade(
+        GradingInput(
+            question=question,
+            key_answer=key,
+            citation_text="GPDO Class MA",
+            response="Yes. Class MA does not apply where the floorspace exceeds 1,500 m².",
+        )
+    )
+    assert (removed.grade, removed.flag) == (2, False)
+    assert "both say it no longer applies" in removed.rationale
+    assert still_applies.grade == 0
+    assert "stated as in force" in still_applies.rationale

@@ -168,7 +168,13 @@ class ReferenceBackend(JudgeBackend):
         resp_pol = polarity(response, infer=True) if yes_no else None
 
         notes: list[str] = []
-        flag, flag_reason = self._out_of_date(key, key_figs, response)
+        # A corrected key may itself record that a figure was removed (Class MA after March
+        # 2024): then a response saying so agrees with the key, and nothing is out of date.
+        key_revoked = self._revoked_figures(key_figs, key)
+        if key_revoked:
+            flag, flag_reason = False, ""
+        else:
+            flag, flag_reason = self._out_of_date(key, key_figs, response)
         revoked = self._revoked_figures(key_figs, response)
 
         if is_refusal(response) and not resp_figs and resp_pol is None:
@@ -179,7 +185,7 @@ class ReferenceBackend(JudgeBackend):
             return _Assessment(WRONG, notes, flag, flag_reason)
 
         if key_figs:
-            level = self._grade_figures(key_figs, resp_figs, revoked, notes)
+            level = self._grade_figures(key_figs, resp_figs, revoked, notes, key_revoked)
             if key_pol and resp_pol == key_pol:
                 notes.append(f"{key_pol!r} matches")
         elif key_pol:
@@ -208,11 +214,22 @@ class ReferenceBackend(JudgeBackend):
         resp_figs: list[Figure],
         revoked: list[Figure],
         notes: list[str],
+        key_revoked: list[Figure] | None = None,
     ) -> int:
         matched = 0
         for kf in key_figs:
             same = [rf for rf in resp_figs if kf.matches(rf)]
-            if kf in revoked:
+            if key_revoked and kf in key_revoked:
+                if kf in revoked:
+                    matched += 1
+                    notes.append(f"figure {kf.label()}: both say it no longer applies")
+                elif same:
+                    notes.append(
+                        f"figure {kf.label()} stated as in force; the key says it no longer applies"
+                    )
+                else:
+                    notes.append(f"removal of {kf.label()} not stated")
+            elif kf in revoked:
                 notes.append(
                     f"figure {kf.label()} named but the response says it no longer applies"
                 )
