@@ -31,8 +31,16 @@ def navigation(request) -> dict:
             url = reverse(name)
         except NoReverseMatch:
             continue  # the page is not installed (yet)
-        active = request.path == url or (url != "/" and request.path.startswith(url))
-        items.append({"label": label, "url": url, "active": active})
+        items.append({"label": label, "url": url, "active": False})
+    # Highlight the one entry whose URL is the longest prefix of this page's path
+    # (/review/approvals/ is Approvals, not also the Review queue at /review/).
+    matches = [
+        i
+        for i in items
+        if request.path == i["url"] or (i["url"] != "/" and request.path.startswith(i["url"]))
+    ]
+    if matches:
+        max(matches, key=lambda i: len(i["url"]))["active"] = True
     if Role.ADMIN in roles:
         items.append({"label": "Admin", "url": reverse("admin:index"), "active": False})
     labels = [r.value.capitalize() for r in (Role.ADMIN, Role.EDITOR, Role.REVIEWER) if r in roles]

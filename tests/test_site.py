@@ -110,3 +110,12 @@ def test_production_cookies_are_secure_httponly_samesite():
     assert prod.SESSION_COOKIE_SAMESITE == "Lax"
     assert prod.CSRF_COOKIE_SECURE is True
     assert prod.DEBUG is False
+
+
+def test_navigation_highlights_only_the_most_specific_entry(client):
+    user = User.objects.create_user("ed2", password="x-very-long-pass-1")
+    user.groups.add(Group.objects.get(name="editor"))
+    client.force_login(user)
+    body = client.get("/review/approvals/").content.decode()
+    assert body.count('aria-current="page"') == 1
+    assert 'href="/review/approvals/" aria-current="page"' in body
