@@ -197,8 +197,13 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):  # noqa: F811
     ctx = chromium.new_context(viewport={"width": 1366, "height": 900}, locale="en-GB")
     page = ctx.new_page()
     sign_in(page, base, "admin", PASSWORD)
+    # Publishing already re-graded exactly the affected pairs: 6 models x 2 judges (rule 8).
+    from scoring.models import ScoringRun
+
+    auto = ScoringRun.objects.get(edition__name="corrected-1", kind="grade")
+    assert (auto.status, auto.needed, auto.graded, auto.failed) == ("complete", 12, 12, 0)
     page.goto(f"{base}/runs/")
-    page.get_by_role("button", name=re.compile("Re-score")).first.click()
+    page.locator("tr", has_text="corrected-1").get_by_role("button", name="Re-score").click()
     progress = page.locator("progress").first
     progress.wait_for()
     page.wait_for_function(

@@ -119,3 +119,14 @@ def test_navigation_highlights_only_the_most_specific_entry(client):
     body = client.get("/review/approvals/").content.decode()
     assert body.count('aria-current="page"') == 1
     assert 'href="/review/approvals/" aria-current="page"' in body
+
+
+def test_dates_are_in_uk_format_with_a_24_hour_clock():
+    import datetime
+
+    from django.utils import formats, translation
+
+    moment = datetime.datetime(2026, 3, 5, 14, 7)
+    with translation.override("en-gb"):
+        assert formats.date_format(moment, "DATETIME_FORMAT") == "5 March 2026, 14:07"
+        assert formats.date_format(moment, "SHORT_DATE_FORMAT") == "05/03/2026"
