@@ -1,0 +1,84 @@
+"""Untrusted text in a real browser: with the payloads in the data, no script runs.
+
+Signs in through the sign-in form and opens the queue, every review item, approvals, the
+key editions and the edition diff, leaderboard (with the comparison), report, audit log
+and runs pages in Chromium. A payload that ran would set `window.__xss`, change the
+title to 'XSS', open a dialog, or make htmx fetch `/log/?xss=1`. Issue 7, item 3.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.test_xss import build_xss_world
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SHOTS = Path("/tmp/h9-shots")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def browser():
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # the sync API beside live_server
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("Chromium is not installed at /usr/bin/chromium")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def test_no_payload_runs_in_the_browser_on_any_page(live_server, browser, settings, tmp_path):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    world = build_xss_world(tmp_path)
+    SHOTS.mkdir(exist_ok=True)
+    dialogs: list[str] = []
+    hostile_requests: list[str] = []
+    page = browser.new_page()
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("request", lambda r: hostile_requests.append(r.url) if "xss" in r.url else None)
+
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", world.admin.username)
+    page.fill("input[name=password]", "correct-horse-battery-1")
+    page.click("button[type=submit], input[type=submit]")
+    page.wait_for_load_state("networkidle")
+    assert "/accounts/login/" not in page.url, "sign-in failed"
+
+    ran: dict[str, str] = {}
+    for path in world.pages:
+        page.goto(f"{live_server.url}{path}")
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(150)  # let hx-trigger="load" and autofocus handlers fire
+        # Hover and focus everything a payload could have hooked (onmouseover/onfocus).
+        page.evaluate(
+            """() => document.querySelectorAll('*').forEach(el => {
+                   for (const t of ['mouseover', 'focus', 'toggle'])
+                       el.dispatchEvent(new Event(t));
+               })"""
+        )
+        flag = page.evaluate("window.__xss")
+        title = page.title()
+        if flag is not None or title.startswith("XSS"):
+            ran[path] = f"window.__xss={flag!r} title={title!r}"
+        name = path.strip("/").replace("/", "_").replace("?", "_") or "home"
+        page.screenshot(path=str(SHOTS / f"xss-{name[:80]}.png"), full_page=False)
+    # Control: the same probe does see a payload that runs (so "nothing ran" means it).
+    page.set_content('<img src=x onerror="window.__xss=1">')
+    page.wait_for_function("window.__xss === 1", timeout=5000)
+    page.close()
+    assert not ran, ran
+    assert not dialogs, dialogs
+    assert not hostile_requests, hostile_requests
