@@ -59,6 +59,18 @@ class QuestionAdmin(admin.ModelAdmin):
     list_select_related = ["benchmark", "category"]
     raw_id_fields = ["category"]
 
+    @staticmethod
+    def _keyed(obj: Any) -> bool:
+        """Return True when a published key edition answers this question (rule 7)."""
+        return obj is not None and obj.key_entries.filter(edition__status="published").exists()
+
+    def get_readonly_fields(self, request: Any, obj: Any = None) -> list[str]:
+        # The database refuses these changes too (migration 0004); say so in the form.
+        return ["benchmark", "question_id", "category", "text"] if self._keyed(obj) else []
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return not self._keyed(obj) and super().has_delete_permission(request, obj)
+
 
 class _PublishedReadOnly(admin.ModelAdmin):
     """Refuse change and delete of rows that belong to a published key edition."""

@@ -401,6 +401,7 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
 # the superuser; every other role is sent to the admin's sign-in page.
 ADMIN_RULES: list[tuple[str, tuple[str, str]]] = [
     (r"admin:questions_key(edition|entry)_delete$", ("403", "403")),  # published: read-only
+    (r"admin:questions_question_delete$", ("403", "403")),  # under a published key (rule 7)
     (r"admin:questions_key(edition|entry)_change$", ("200", "403")),
     (r"admin:axes_\w+_add$", ("403", "403")),  # django-axes records are not added by hand
     (r"admin:(index|app_list|password_change)$", ("200", "200")),
