@@ -43,7 +43,8 @@ def _users() -> dict[str, User]:
         ("admin", "admin"),
     ):
         user = User.objects.create_user(name, password=PASSWORD)
-        user.groups.add(Group.objects.get(name=group))
+        # get_or_create: an earlier transactional test may have flushed the migration's groups.
+        user.groups.add(Group.objects.get_or_create(name=group)[0])
         users[name] = user
     return users
 
