@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from questions.models import Benchmark, KeyEdition
+from questions.roles import Role, has_role
 from review import permissions, selectors, services
 from review.errors import (
     ConflictError,
@@ -419,6 +420,8 @@ def edition_detail(request: HttpRequest, benchmark: str, name: str) -> HttpRespo
             "benchmark": edition.benchmark,
             "changes": selectors.edition_changes(edition),
             "can_publish": permissions.can_publish(request.user) and not edition.is_published(),
+            # Admins re-score a published edition from here as well as from the runs page.
+            "can_rescore": edition.is_published() and has_role(request.user, Role.ADMIN),
         },
     )
 

@@ -130,3 +130,20 @@ def test_dates_are_in_uk_format_with_a_24_hour_clock():
     with translation.override("en-gb"):
         assert formats.date_format(moment, "DATETIME_FORMAT") == "5 March 2026, 14:07"
         assert formats.date_format(moment, "SHORT_DATE_FORMAT") == "05/03/2026"
+
+
+def test_admin_sees_a_rescore_button_on_a_published_edition_and_a_reviewer_does_not(client):
+    from django.core.management import call_command
+
+    from tests.conftest import DEMO_BUNDLE
+
+    call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
+    url = "/editions/uk-construction-demo/original/"
+    admin = User.objects.create_user("adm", password="x-very-long-pass-1")
+    admin.groups.add(Group.objects.get(name="admin"))
+    reviewer = User.objects.create_user("rev2", password="x-very-long-pass-1")
+    reviewer.groups.add(Group.objects.get(name="reviewer"))
+    client.force_login(admin)
+    assert "Re-score original" in client.get(url).content.decode()
+    client.force_login(reviewer)
+    assert "Re-score original" not in client.get(url).content.decode()
