@@ -1,0 +1,226 @@
+"""The judge backends through the REAL openai / anthropic SDKs over real loopback HTTP.
+
+tests/test_judges.py covers the same rules with an in-process mock transport;
+here the SDKs' own transports, connection pools, header handling and error
+classes run end to end against tests/judge_server.py. No database.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anthropic  # noqa: F401  (imported here so its import cost is not billed to the first test)
+import openai  # noqa: F401
+import pytest
+
+import tests.judge_server as loopback
+from scoring.judges import GradingInput, JudgeConfigError, JudgeUnavailable, get_backend
+from tests.judge_server import (
+    GOOD_GRADE,
+    JudgeServer,
+    cut_off,
+    malformed,
+    ok,
+    refusal,
+    slow,
+    status,
+)
+
+KEY_ENV = "SNAGLIST_TEST_KEY"
+SECRET = "sk-loopback-SECRET-7f3a9c2e4b6d8f10a2c4e6b8d0f1a3c5"
+SDKS = ["openai", "anthropic"]
+INPUT = GradingInput(
+    question="What is the minimum height of a guarding barrier to a flat roof?",
+    key_answer="At least 1100 mm.",
+    citation_text="Approved Document K (2013) Diagram 3.1: 1100 mm",
+    response="The barrier must be at least 1100 mm high.",
+)
+
+
+# Register the `judge_server` fixture of tests/judge_server.py in this module.
+judge_server = loopback.judge_server
+
+
+@pytest.fixture
+def secret_env(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    return SECRET
+
+
+class Sleeps(list):
+    """Record the backend's retry delays, and really sleep them (they are tiny)."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+        time.sleep(seconds)
+
+
+def backend(sdk: str, server: JudgeServer, sleeps: Sleeps | None = None, **extra: Any) -> Any:
+    config = {
+        "backend": sdk,
+        "base_url": server.url + "/v1" if sdk == "openai" else server.url,
+        "model": "m",
+        "api_key_env": KEY_ENV,
+        "max_tokens": 300,
+        "max_retries": 3,
+        "base_delay": 0.01,
+        "max_delay": 0.05,
+        "timeout": 5.0,
+        **extra,
+    }
+    return get_backend(config, sleep=sleeps)
+
+
+def expected_path(sdk: str) -> str:
+    return "/v1/chat/completions" if sdk == "openai" else "/v1/messages"
+
+
+def assert_no_secret(server: JudgeServer, *texts: str) -> None:
+    for text in texts:
+        assert SECRET not in text
+    for request in server.requests:
+        assert SECRET not in repr(request)  # the server's record drops auth headers
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_good_json_grade(sdk: str, judge_server: JudgeServer, secret_env: str) -> None:
+    judge_server.script(ok(GOOD_GRADE))
+    result = backend(sdk, judge_server).grade(INPUT)
+    assert (result.grade, result.parse_error) == (2, None)
+    assert result.rationale == "matches the key"
+    assert result.raw_output == GOOD_GRADE
+    assert result.stop_reason == ("stop" if sdk == "openai" else "end_turn")
+    assert judge_server.paths == [expected_path(sdk)]
+    sent = judge_server.requests[0]
+    assert sent["json"]["model"] == "m"
+    assert sent["json"]["max_tokens"] == 300
+    assert "1100 mm" in sent["json"]["messages"][0]["content"]
+    if sdk == "openai":
+        assert sent["json"]["response_format"] == {"type": "json_object"}
+    else:
+        assert sent["headers"].get("anthropic-version")
+    assert_no_secret(judge_server, result.raw_output, result.rationale)
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_429_with_retry_after_then_200(
+    sdk: str, judge_server: JudgeServer, secret_env: str
+) -> None:
+    judge_server.script(status(429, retry_after="1"), ok())
+    sleeps = Sleeps()
+    result = backend(sdk, judge_server, sleeps).grade(INPUT)
+    assert result.grade == 2
+    assert len(judge_server.requests) == 2
+    # Retry-After: 1 is honoured, clamped to max_delay (no jitter).
+    assert sleeps == [0.05]
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_500_then_200(sdk: str, judge_server: JudgeServer, secret_env: str) -> None:
+    judge_server.script(status(500), ok())
+    sleeps = Sleeps()
+    result = backend(sdk, judge_server, sleeps).grade(INPUT)
+    assert result.grade == 2
+    assert len(judge_server.requests) == 2
+    assert len(sleeps) == 1 and 0.0 <= sleeps[0] <= 0.01  # full jitter under base_delay
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_cut_off_then_good_asks_with_a_bigger_budget(
+    sdk: str, judge_server: JudgeServer, secret_env: str
+) -> None:
+    judge_server.script(cut_off(), ok())
+    result = backend(sdk, judge_server).grade(INPUT)
+    assert (result.grade, result.parse_error) == (2, None)
+    first, second = judge_server.max_tokens()
+    assert second > first == 300
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_cut_off_twice_is_truncated(sdk: str, judge_server: JudgeServer, secret_env: str) -> None:
+    judge_server.script(cut_off(), cut_off())
+    result = backend(sdk, judge_server).grade(INPUT)
+    assert result.grade is None and result.parse_error and "truncated" in result.parse_error
+    assert len(judge_server.requests) == 2
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_refusal_gives_no_grade(sdk: str, judge_server: JudgeServer, secret_env: str) -> None:
+    judge_server.script(refusal())
+    result = backend(sdk, judge_server).grade(INPUT)
+    assert result.grade is None
+    assert result.parse_error and "refusal" in result.parse_error
+    assert len(judge_server.requests) == 1
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_malformed_output_gives_no_grade(
+    sdk: str, judge_server: JudgeServer, secret_env: str
+) -> None:
+    judge_server.script(malformed())
+    result = backend(sdk, judge_server).grade(INPUT)
+    assert result.grade is None and result.parse_error
+    assert result.raw_output == malformed().content
+    assert len(judge_server.requests) == 1
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_persistent_500_is_unavailable_after_the_cap(
+    sdk: str, judge_server: JudgeServer, secret_env: str
+) -> None:
+    judge_server.default = status(500, message=f"upstream exploded for key {SECRET}")
+    sleeps = Sleeps()
+    with pytest.raises(JudgeUnavailable) as caught:
+        backend(sdk, judge_server, sleeps, max_retries=2).grade(INPUT)
+    assert len(judge_server.requests) == 3  # 1 try + max_retries
+    assert len(sleeps) == 2
+    assert "500" in str(caught.value)
+    assert SECRET not in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__context__ is None
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_401_is_a_config_error_without_retry(
+    sdk: str, judge_server: JudgeServer, secret_env: str
+) -> None:
+    # Real APIs echo (part of) the key back in 401 bodies.
+    judge_server.script(status(401, message=f"Incorrect API key provided: {SECRET}"), ok())
+    sleeps = Sleeps()
+    with pytest.raises(JudgeConfigError) as caught:
+        backend(sdk, judge_server, sleeps).grade(INPUT)
+    assert len(judge_server.requests) == 1
+    assert sleeps == []
+    assert "401" in str(caught.value)
+    assert SECRET not in str(caught.value) and SECRET not in repr(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__context__ is None
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_key_never_reaches_the_result_or_the_server_record(
+    sdk: str, judge_server: JudgeServer, secret_env: str
+) -> None:
+    judge_server.script(ok(GOOD_GRADE))
+    result = backend(sdk, judge_server).grade(INPUT)
+    assert_no_secret(
+        judge_server, result.raw_output, result.rationale, result.flag_reason, repr(result)
+    )
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_slow_reply_beyond_the_timeout_is_retried(
+    sdk: str, judge_server: JudgeServer, secret_env: str
+) -> None:
+    judge_server.script(slow(0.6), ok())
+    result = backend(sdk, judge_server, Sleeps(), timeout=0.3).grade(INPUT)
+    assert result.grade == 2
+    assert len(judge_server.requests) == 2
+
+
+def test_fixed_latency_applies_to_every_reply(judge_server: JudgeServer, secret_env: str) -> None:
+    judge_server.latency = 0.1
+    b = backend("openai", judge_server)
+    started = time.monotonic()
+    assert b.grade(INPUT).grade == 2
+    assert b.grade(INPUT).grade == 2
+    assert time.monotonic() - started >= 0.2
