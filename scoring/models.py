@@ -157,7 +157,10 @@ class AuditVerdict(models.Model):
 
     key_entry = models.ForeignKey(KeyEntry, on_delete=models.PROTECT, related_name="audits")
     auditor = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="verdicts")
-    verdict = models.CharField(max_length=20, choices=Verdict.choices, null=True, blank=True)
+    # NULL means the auditor's output could not be parsed, which is not the same as "".
+    verdict = models.CharField(  # noqa: DJ001
+        max_length=20, choices=Verdict.choices, null=True, blank=True
+    )
     rationale = models.TextField(blank=True)
     prompt_version = models.CharField(max_length=50, default="v1")
     raw_output = models.TextField(blank=True)
