@@ -10,7 +10,7 @@ official SDKs run unmodified, transport and all. Replies are scripted:
 Behaviours: ok(content), cut_off(content) (finish_reason "length" / stop_reason "max_tokens"),
 refusal(), malformed(), status(code, retry_after=...), slow(seconds, content).
 Every request is recorded in server.requests (path, json body, headers without
-authorization / x-api-key / api-key).
+authorization / x-api-key / api-key, t = time.monotonic() on arrival).
 
     with JudgeServer() as server:
         get_backend({"backend": "openai", "base_url": server.url + "/v1", ...})
@@ -85,6 +85,11 @@ def status(
 
 
 class _QuietServer(ThreadingHTTPServer):
+    # The default listen backlog (5) resets connections under bursts of concurrent clients;
+    # it must be set on the class: the socket listens inside __init__.
+    request_queue_size = 1024
+    daemon_threads = True
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that timed out and hung up mid-reply (slow behaviours) is expected.
         import sys
@@ -104,8 +109,6 @@ class JudgeServer:
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        # The default listen backlog (5) drops connections under bursts of concurrent clients.
-        self._httpd.request_queue_size = 1024
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -170,6 +173,9 @@ class JudgeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' pooled clients expect
+            # Headers and body go out in two writes: without TCP_NODELAY, Nagle plus the
+            # client's delayed ACK adds ~40 ms to every reply.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
@@ -185,7 +191,8 @@ class JudgeServer:
                 headers = {
                     k.lower(): v for k, v in self.headers.items() if k.lower() not in SECRET_HEADERS
                 }
-                behaviour = server._next({"path": path, "json": body, "headers": headers})
+                record = {"path": path, "json": body, "headers": headers, "t": time.monotonic()}
+                behaviour = server._next(record)
                 wait = server.latency + behaviour.delay
                 if wait:
                     time.sleep(wait)

@@ -1,0 +1,264 @@
+"""Benchmark judge throughput: a real Celery worker grading through the loopback judge API.
+
+Usage (from the project root; needs PostgreSQL and Redis)::
+
+    .venv/bin/python bench/bench_judge_throughput.py              # 18 models x 111 questions (1,998 responses)
+    .venv/bin/python bench/bench_judge_throughput.py --full       # 18 x 1,001 = 18,018 responses (issue 5)
+    .venv/bin/python bench/bench_judge_throughput.py --no-write   # print only
+
+Set-up (not timed): drop/create database snaglist_tp, migrate, flush Redis db 12,
+start tests/judge_server.py with a fixed latency (100 ms), build a benchmark with
+two judges (backend openai, pointed at the server, backend_settings concurrency 32),
+create a grading run of every (response, judge) pair, start
+`celery -A config worker -P threads -c 64` on a queue of its own.
+
+Timed: from sending `scoring.run_start` until the run is no longer pending/running.
+
+Floor: each judge has its own Redis limiter (key "<benchmark>:<judge_id>") capped at
+`concurrency` calls in flight, and the two judges run side by side, so
+    floor = (responses x latency / concurrency)  per judge, in parallel
+          = calls x latency / (concurrency x judges)
+i.e. 64 calls in flight at best. Issue 5's target: wall <= 1.15 x floor, worker < 500 MB.
+Worker peak RSS is VmHWM of the worker process (threads pool: one process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DB_NAME = "snaglist_tp"
+DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
+REDIS_URL = "redis://127.0.0.1:6379/12"
+KEY_ENV = "SNAGLIST_BENCH_JUDGE_KEY"
+SECTION = "## Judge throughput"
+
+
+def prepare_database() -> None:
+    psql = ["-h", "127.0.0.1", "-U", "postgres"]
+    subprocess.run(["dropdb", *psql, "--if-exists", DB_NAME], check=True)
+    subprocess.run(["createdb", *psql, DB_NAME], check=True)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v", "0"],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": DATABASE_URL, "REDIS_URL": REDIS_URL},
+        check=True,
+    )
+
+
+def peak_rss_mb(pid: int) -> float:
+    """Return VmHWM (peak resident set) of a process and its children, in MiB."""
+    total = 0
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    for p in pids:
+        status = Path(f"/proc/{p}/status")
+        if status.exists():
+            m = re.search(r"VmHWM:\s+(\d+) kB", status.read_text())
+            total += int(m.group(1)) if m else 0
+    return total / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    """Return user + system CPU seconds used so far by a process (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def in_flight(times: list[float], latency: float) -> tuple[int, float]:
+    """Return (peak, mean) calls in flight at the server, counting each as [t, t + latency]."""
+    if not times:
+        return 0, 0.0
+    events = sorted([(t, 1) for t in times] + [(t + latency, -1) for t in times])
+    peak = level = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    span = max(times) + latency - min(times)
+    return peak, len(times) * latency / span
+
+
+def run(args: argparse.Namespace) -> dict:
+    prepare_database()
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": DATABASE_URL,
+            "REDIS_URL": REDIS_URL,
+            "CELERY_TASK_ALWAYS_EAGER": "0",
+            KEY_ENV: "sk-bench-loopback-not-a-secret",
+        }
+    )
+    import django
+
+    django.setup()
+    import redis
+
+    from scoring import services
+    from scoring.models import Grade, ScoringRun
+    from tests.judge_server import JudgeServer
+    from tests.worker_fixtures import CeleryWorker, build_benchmark
+
+    redis.Redis.from_url(REDIS_URL).flushdb()  # db 12 is this benchmark's own
+    server = JudgeServer(latency=args.latency).start()
+    worker = None
+    try:
+        t0 = time.monotonic()
+        data = build_benchmark(
+            n_questions=args.questions,
+            n_models=args.models,
+            n_judges=2,
+            with_auditors=False,
+            grade_original=False,
+            name="throughput",
+        )
+        for judge in data.judges:
+            judge.backend = "openai"
+            judge.model = "loopback-judge"
+            judge.base_url = server.url + "/v1"
+            judge.api_key_env = KEY_ENV
+            judge.backend_settings = {
+                "concurrency": args.concurrency,
+                "max_retries": 3,
+                "base_delay": 0.05,
+                "max_delay": 1.0,
+                "timeout": 30,
+            }
+            judge.save()
+        run_obj = services.scoring_run_create(
+            edition=data.original, judges=data.judges, enqueue=False
+        )
+        setup_s = time.monotonic() - t0
+        print(f"set-up {setup_s:.1f} s: {len(data.responses)} responses, {run_obj.needed} pairs")
+
+        worker = CeleryWorker(
+            queue=f"bench-tp-{uuid.uuid4().hex[:8]}",
+            broker=REDIS_URL,
+            database=DATABASE_URL,
+            concurrency=args.threads,
+            extra_env={KEY_ENV: os.environ[KEY_ENV]},
+        )
+        worker.start(timeout=60)
+        server.reset()
+        cpu0 = cpu_seconds(worker.process.pid)
+        started = time.monotonic()
+        worker.send("scoring.run_start", run_obj.pk)
+        run_obj = worker.wait_for_run(run_obj.pk, timeout=args.timeout)
+        wall = time.monotonic() - started
+        rss = peak_rss_mb(worker.process.pid)
+        cpu = cpu_seconds(worker.process.pid) - cpu0
+        peak, mean = in_flight([r["t"] for r in server.requests], args.latency)
+
+        calls = len(server.requests)
+        graded = Grade.objects.filter(run=run_obj).count()
+        n_judges = len(data.judges)
+        floor = calls * args.latency / (args.concurrency * n_judges)
+        result = {
+            "responses": len(data.responses),
+            "judges": n_judges,
+            "pairs": run_obj.needed,
+            "status": run_obj.status,
+            "graded": run_obj.graded,
+            "failed": run_obj.failed,
+            "grades": graded,
+            "calls": calls,
+            "wall_s": wall,
+            "floor_s": floor,
+            "ratio": wall / floor if floor else float("nan"),
+            "rss_mb": rss,
+            "worker_cpu_s": cpu,
+            "cpu_ms_per_call": 1000 * cpu / max(1, calls),
+            "peak_in_flight": peak,
+            "mean_in_flight": mean,
+            "cpus": os.cpu_count(),
+            "latency": args.latency,
+            "concurrency": args.concurrency,
+            "threads": args.threads,
+            "chunk": os.environ.get("SNAGLIST_RESCORE_CHUNK", "50"),
+        }
+        assert ScoringRun.objects.get(pk=run_obj.pk).status == "complete", worker.log()[-3000:]
+        return result
+    finally:
+        if worker is not None:
+            worker.stop()
+            worker.purge()
+        server.stop()
+
+
+def render(r: dict, full: bool) -> str:
+    ok_time = r["ratio"] <= 1.15
+    ok_mem = r["rss_mb"] < 500
+    return f"""{SECTION}
+
+`bench/bench_judge_throughput.py`{" --full" if full else ""} (issue 5, "Speed"): a real Celery worker
+(`-P threads -c {r["threads"]}`, PostgreSQL, Redis) grades every (response, judge) pair through the
+official openai SDK against `tests/judge_server.py` with a fixed {r["latency"] * 1000:.0f} ms latency;
+two judges, each limited to `concurrency` {r["concurrency"]} by its Redis limiter; chunks of {r["chunk"]} pairs.
+Timed from sending `scoring.run_start` to the run leaving running.
+
+| responses | judges | calls | wall | floor | ratio | worker peak RSS |
+|---:|---:|---:|---:|---:|---:|---:|
+| {r["responses"]:,} | {r["judges"]} | {r["calls"]:,} | {r["wall_s"]:.1f} s | {r["floor_s"]:.1f} s | {r["ratio"]:.2f} | {r["rss_mb"]:.0f} MiB |
+
+- Floor = calls x latency / (concurrency x judges): each judge has its own limit of
+  {r["concurrency"]} in flight and the two judges run in parallel, so at best
+  {r["concurrency"] * r["judges"]} calls are in flight ({r["responses"]:,} x {r["latency"]:.1f} s / {r["concurrency"]} per judge).
+- Run: {r["status"]}, {r["graded"]:,} graded, {r["failed"]} failed, {r["grades"]:,} grade rows.
+- Target (<= 1.15 x floor): {"met" if ok_time else "NOT met"}; worker memory < 500 MB: {"met" if ok_mem else "NOT met"}.
+- Where the time goes: the worker used {r["worker_cpu_s"]:.1f} s of CPU ({r["cpu_ms_per_call"]:.1f} ms per call:
+  not profiled yet: SDK client and reply parsing, ORM queries, limiter scripts per pair) in one
+  process, so under the GIL it can settle at most ~{1000 / r["cpu_ms_per_call"]:.0f} pairs/s whatever the thread
+  count; the floor needs {r["concurrency"] * r["judges"] / r["latency"]:.0f} calls/s, i.e. <= {r["latency"] * 1000 / (r["concurrency"] * r["judges"]):.2f} ms of worker CPU per call. The
+  server saw {r["mean_in_flight"]:.1f} calls in flight on average (peak {r["peak_in_flight"]}, limit {r["concurrency"] * r["judges"]}).
+  Chunks also grade their pairs one after another ({r["chunk"]} x {r["latency"]:.1f} s per chunk at least).
+- Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()};
+  the judge server runs in the benchmark process.
+"""
+
+
+def write_section(text: str) -> None:
+    readme = ROOT / "bench" / "README.md"
+    content = readme.read_text() if readme.exists() else "# Benchmarks\n"
+    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
+    if pattern.search(content):
+        content = pattern.sub(lambda _: text + "\n", content)
+    else:
+        content = content.rstrip("\n") + "\n\n" + text
+    readme.write_text(content.rstrip("\n") + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--full", action="store_true", help="18 x 1,001 = 18,018 responses")
+    parser.add_argument("--models", type=int, default=18)
+    parser.add_argument("--questions", type=int, default=111)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--concurrency", type=int, default=32, help="per judge")
+    parser.add_argument("--threads", type=int, default=64, help="worker threads")
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    if args.full:
+        args.models, args.questions = 18, 1001
+    result = run(args)
+    for key, value in result.items():
+        print(f"{key:12} {value:.3f}" if isinstance(value, float) else f"{key:12} {value}")
+    if not args.no_write:
+        write_section(render(result, args.full))
+        print(f"wrote {SECTION!r} to bench/README.md")
+
+
+if __name__ == "__main__":
+    main()
