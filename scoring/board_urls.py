@@ -1,29 +1,41 @@
-"""Leaderboard and report pages, their downloads, and the scoring API (namespace `scoring`)."""
+"""Leaderboard and report pages, their downloads, and the scoring API (namespace `scoring`).
+
+The pages are read-only: they answer GET and HEAD only (405 otherwise).
+"""
 
 from __future__ import annotations
 
 from django.urls import path
+from django.views.decorators.http import require_safe
 
 from scoring import api, board_views
 
 urlpatterns = [
-    path("leaderboard/", board_views.leaderboard_index, name="leaderboard_index"),
-    path("leaderboard/<slug:benchmark>/", board_views.leaderboard, name="leaderboard"),
+    path("leaderboard/", require_safe(board_views.leaderboard_index), name="leaderboard_index"),
+    path(
+        "leaderboard/<slug:benchmark>/", require_safe(board_views.leaderboard), name="leaderboard"
+    ),
     path(
         "leaderboard/<slug:benchmark>/leaderboard.csv",
-        board_views.leaderboard_csv_download,
+        require_safe(board_views.leaderboard_csv_download),
         name="leaderboard_csv",
     ),
     path(
         "leaderboard/<slug:benchmark>/leaderboard.json",
-        board_views.leaderboard_json_download,
+        require_safe(board_views.leaderboard_json_download),
         name="leaderboard_json",
     ),
-    path("report/", board_views.report_index, name="report_index"),
-    path("report/<slug:benchmark>/", board_views.report, name="report"),
-    path("report/<slug:benchmark>/report.md", board_views.report_md_download, name="report_md"),
+    path("report/", require_safe(board_views.report_index), name="report_index"),
+    path("report/<slug:benchmark>/", require_safe(board_views.report), name="report"),
     path(
-        "report/<slug:benchmark>/report.json", board_views.report_json_download, name="report_json"
+        "report/<slug:benchmark>/report.md",
+        require_safe(board_views.report_md_download),
+        name="report_md",
+    ),
+    path(
+        "report/<slug:benchmark>/report.json",
+        require_safe(board_views.report_json_download),
+        name="report_json",
     ),
     path(
         "api/scoring/<slug:benchmark>/leaderboard/",

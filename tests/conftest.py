@@ -33,3 +33,8 @@ def shared_dir() -> Path:
 @pytest.fixture
 def demo_bundle_path() -> Path:
     return DEMO_BUNDLE
+
+
+# One session-wide Chromium for every browser test: two sync Playwright loops can't nest,
+# so the fixture must have a single definition (here), not one per importing module.
+from tests.browser import chromium  # noqa: E402, F401

@@ -328,8 +328,8 @@ ADMINS_POST = page(403, 403, 302)
 
 EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # -- site
-    "home": (ANY_ROLE, ANY_ROLE),  # read-only: a POST renders the page, changes nothing
-    "healthz": (everyone(200), everyone(200)),  # the load balancer's probe: public, read-only
+    "home": (ANY_ROLE, NO_POST),  # read-only: GET and HEAD only
+    "healthz": (everyone(200), everyone(405)),  # the load balancer's probe: public, read-only
     "login": (everyone(200), everyone(200)),  # an empty POST is a failed sign-in form
     "logout": (page(405, 405, 405), page(*[LOGIN] * 3)),
     "api-schema": (api(200, 200, 200), API_NO_POST),
@@ -372,14 +372,14 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:api-edition-publish": (API_NO_GET, api(403, 409, 409)),
     "review:api-log-list": (api(403, 403, 200), api(403, 403, 405)),
     # -- leaderboard and report (read-only pages: a POST renders, changes nothing)
-    "scoring:leaderboard_index": (page(302, 302, 302), page(302, 302, 302)),
-    "scoring:leaderboard": (ANY_ROLE, ANY_ROLE),
-    "scoring:leaderboard_csv": (ANY_ROLE, ANY_ROLE),
-    "scoring:leaderboard_json": (ANY_ROLE, ANY_ROLE),
-    "scoring:report_index": (page(302, 302, 302), page(302, 302, 302)),
-    "scoring:report": (ANY_ROLE, ANY_ROLE),
-    "scoring:report_md": (ANY_ROLE, ANY_ROLE),
-    "scoring:report_json": (ANY_ROLE, ANY_ROLE),
+    "scoring:leaderboard_index": (page(302, 302, 302), NO_POST),
+    "scoring:leaderboard": (ANY_ROLE, NO_POST),
+    "scoring:leaderboard_csv": (ANY_ROLE, NO_POST),
+    "scoring:leaderboard_json": (ANY_ROLE, NO_POST),
+    "scoring:report_index": (page(302, 302, 302), NO_POST),
+    "scoring:report": (ANY_ROLE, NO_POST),
+    "scoring:report_md": (ANY_ROLE, NO_POST),
+    "scoring:report_json": (ANY_ROLE, NO_POST),
     "scoring:api_leaderboard": (api(200, 200, 200), API_NO_POST),
     "scoring:api_agreement": (api(200, 200, 200), API_NO_POST),
     "scoring:api_report": (api(200, 200, 200), API_NO_POST),

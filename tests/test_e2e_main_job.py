@@ -19,7 +19,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 
-from tests.browser import ARTIFACTS, Shots, chromium, sign_in  # noqa: F401
+from tests.browser import ARTIFACTS, Shots, sign_in
 from tests.conftest import DEMO_BUNDLE, PROJECT_ROOT
 from tests.worker_fixtures import celery_worker_factory  # noqa: F401
 
@@ -81,7 +81,7 @@ def _scores(page) -> dict[str, str]:
     return out
 
 
-def test_main_job_end_to_end(demo, worker, live_server, chromium):  # noqa: F811
+def test_main_job_end_to_end(demo, worker, live_server, chromium):
     from questions.models import KeyEdition, KeyEntry
     from review.models import Proposal
 

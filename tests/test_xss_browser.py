@@ -8,36 +8,20 @@ title to 'XSS', open a dialog, or make htmx fetch `/log/?xss=1`. Issue 7, item 3
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
+from tests.browser import ARTIFACTS
 from tests.test_xss import build_xss_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SHOTS = Path("/tmp/h9-shots")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
+SHOTS = ARTIFACTS / "xss"
 
 
 @pytest.fixture
-def browser():
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # the sync API beside live_server
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path("/usr/bin/chromium").exists():
-        pytest.skip("Chromium is not installed at /usr/bin/chromium")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+def browser(chromium):
+    """The session's one Chromium (tests/browser.py): two sync Playwright loops can't nest."""
+    return chromium
 
 
 def test_no_payload_runs_in_the_browser_on_any_page(live_server, browser, settings, tmp_path):
