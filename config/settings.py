@@ -6,6 +6,7 @@ folder and, with no REDIS_URL, Celery tasks run eagerly in the web process.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import environ
@@ -219,3 +220,5 @@ LOGGING = {
 # for the zero-set-up default); production may still run collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+# Without collectstatic, STATIC_ROOT does not exist; the finders serve static/ anyway.
+warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
