@@ -594,6 +594,23 @@ def draft_edition_get_or_create(*, benchmark: Benchmark, user=None) -> KeyEditio
     return draft
 
 
+def _lock_pending_for_decision(proposal: Proposal, user, verb: str, allowed) -> Proposal:
+    """Lock a proposal for an editor's decision; refuse the author (rule 6) or a decided one.
+
+    Raises NotAllowedError (not an editor, or the author) or InvalidTransitionError.
+    """
+    locked = _lock_proposal(proposal)
+    _require(
+        allowed(user, locked),
+        f"you cannot {verb} your own proposal"
+        if locked.author_id == getattr(user, "pk", None)
+        else f"only an editor may {verb} proposals",
+    )
+    if not locked.is_pending():
+        raise InvalidTransitionError(f"the proposal is already {locked.status}")
+    return locked
+
+
 def proposal_approve(*, proposal: Proposal, user, comment: str = "") -> Proposal:
     """Approve a pending proposal (an editor other than its author: rule 6).
 
@@ -603,15 +620,7 @@ def proposal_approve(*, proposal: Proposal, user, comment: str = "") -> Proposal
     as confirmed / corrected / removed.
     """
     with transaction.atomic():
-        locked = _lock_proposal(proposal)
-        _require(
-            permissions.can_approve(user, locked),
-            "you cannot approve your own proposal"
-            if locked.author_id == getattr(user, "pk", None)
-            else "only an editor may approve proposals",
-        )
-        if not locked.is_pending():
-            raise InvalidTransitionError(f"the proposal is already {locked.status}")
+        locked = _lock_pending_for_decision(proposal, user, "approve", permissions.can_approve)
         before = _proposal_state(locked)
         item = _lock_item(locked.item)
         if locked.changes_key():
@@ -675,15 +684,7 @@ def proposal_reject(*, proposal: Proposal, user, comment: str) -> Proposal:
     if not (comment or "").strip():
         raise InvalidInputError({"comment": ["Say why the proposal is rejected."]})
     with transaction.atomic():
-        locked = _lock_proposal(proposal)
-        _require(
-            permissions.can_reject(user, locked),
-            "you cannot reject your own proposal"
-            if locked.author_id == getattr(user, "pk", None)
-            else "only an editor may reject proposals",
-        )
-        if not locked.is_pending():
-            raise InvalidTransitionError(f"the proposal is already {locked.status}")
+        locked = _lock_pending_for_decision(proposal, user, "reject", permissions.can_reject)
         before = _proposal_state(locked)
         locked.status = Proposal.Status.REJECTED
         locked.decided_by = user

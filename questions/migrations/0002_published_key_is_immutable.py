@@ -8,6 +8,8 @@ published) is an update of a draft row and is allowed. The error is an integrity
 
 from django.db import migrations
 
+from questions.db_triggers import run_trigger_sql
+
 PG_FORWARD = r"""
 CREATE OR REPLACE FUNCTION snaglist_protect_published_edition() RETURNS trigger AS $$
 BEGIN
@@ -86,30 +88,14 @@ SQLITE_REVERSE = [
 ]
 
 
-def forward(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        # A plain cursor: the plpgsql '%' placeholders must not be read as parameters.
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(PG_FORWARD)
-    elif vendor == "sqlite":
-        for statement in SQLITE_FORWARD:
-            schema_editor.execute(statement)
-    else:  # pragma: no cover - only the two supported databases
-        raise RuntimeError(f"immutability triggers are not written for {vendor}")
-
-
-def reverse(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(PG_REVERSE)
-    elif vendor == "sqlite":
-        for statement in SQLITE_REVERSE:
-            schema_editor.execute(statement)
-
-
 class Migration(migrations.Migration):
     dependencies = [("questions", "0001_initial")]
 
-    operations = [migrations.RunPython(forward, reverse)]
+    operations = [
+        run_trigger_sql(
+            pg_forward=PG_FORWARD,
+            pg_reverse=PG_REVERSE,
+            sqlite_forward=SQLITE_FORWARD,
+            sqlite_reverse=SQLITE_REVERSE,
+        )
+    ]

@@ -6,6 +6,8 @@ Its scoring status (exclusion by audit) may still change: that is not the questi
 
 from django.db import migrations
 
+from questions.db_triggers import run_trigger_sql
+
 _PUBLISHED_ENTRY = (
     "EXISTS (SELECT 1 FROM questions_keyentry e JOIN questions_keyedition k ON k.id = e.edition_id "
     "WHERE e.question_id = {ref}.id AND k.status = 'published')"
@@ -58,29 +60,14 @@ SQLITE_REVERSE = [
 ]
 
 
-def forward(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(PG_FORWARD)
-    elif vendor == "sqlite":
-        for statement in SQLITE_FORWARD:
-            schema_editor.execute(statement)
-    else:  # pragma: no cover
-        raise RuntimeError(f"immutability triggers are not written for {vendor}")
-
-
-def reverse(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(PG_REVERSE)
-    elif vendor == "sqlite":
-        for statement in SQLITE_REVERSE:
-            schema_editor.execute(statement)
-
-
 class Migration(migrations.Migration):
     dependencies = [("questions", "0003_roles")]
 
-    operations = [migrations.RunPython(forward, reverse)]
+    operations = [
+        run_trigger_sql(
+            pg_forward=PG_FORWARD,
+            pg_reverse=PG_REVERSE,
+            sqlite_forward=SQLITE_FORWARD,
+            sqlite_reverse=SQLITE_REVERSE,
+        )
+    ]
