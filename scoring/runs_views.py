@@ -128,7 +128,11 @@ def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Return the progress fragment of one run (polled by htmx while the run is active)."""
     _require_admin(request)
     run = _decorate(get_object_or_404(runs_queryset(), pk=pk))
-    response = render(request, "scoring/runs_progress.html", {"run": run})
+    # The run page asks for its Resume/Cancel buttons too, so they go when the run ends.
+    show_actions = request.GET.get("actions") == "1"
+    response = render(
+        request, "scoring/runs_progress.html", {"run": run, "show_actions": show_actions}
+    )
     return response
 
 

@@ -153,3 +153,17 @@ def test_api_create_detail_and_schema(admin_client, data, fake_backend, django_c
     assert bad.status_code == 400 and "zz" in bad.content.decode()
     schema = admin_client.get("/api/schema/").content.decode()
     assert "/api/scoring/runs/" in schema and "/api/scoring/runs/{id}/" in schema
+
+
+def test_run_page_resume_and_cancel_buttons_go_when_the_run_ends(admin_client, data):
+    run = services.scoring_run_create(
+        edition=data.original, judges=data.auditors, kind="audit", enqueue=False
+    )
+    ScoringRun.objects.filter(pk=run.pk).update(status="running", done=3)
+    detail = admin_client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Cancel run" in detail and f"/runs/{run.pk}/progress/?actions=1" in detail
+    polled = admin_client.get(f"/runs/{run.pk}/progress/?actions=1").content.decode()
+    assert "Cancel run" in polled and "Resume" in polled
+    ScoringRun.objects.filter(pk=run.pk).update(status="complete", done=8, graded=8)
+    polled = admin_client.get(f"/runs/{run.pk}/progress/?actions=1").content.decode()
+    assert "Cancel run" not in polled and "Resume" not in polled and "complete" in polled
