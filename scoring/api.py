@@ -93,6 +93,11 @@ class LeaderboardSerializer(serializers.Serializer):
     responses_excluded_disagreement = serializers.IntegerField(required=False)
     responses_unparsed = serializers.IntegerField(required=False)
     notes = serializers.ListField(child=serializers.CharField())
+    stale = serializers.BooleanField(
+        help_text="True while the edition's newest re-scoring run is unfinished, or when it "
+        "failed or was cancelled with pairs still lacking a grade."
+    )
+    stale_reason = serializers.CharField(allow_null=True, help_text="Why, when stale.")
     models = ModelScoreSerializer(many=True)
 
 
@@ -210,7 +215,9 @@ class LeaderboardApi(APIView):
             )
         except DomainError as exc:
             raise ValidationError({"detail": str(exc)}) from exc
-        return Response(result.leaderboard_dict())
+        from scoring.board_views import leaderboard_doc
+
+        return Response(leaderboard_doc(result, edition))
 
 
 class AgreementApi(APIView):

@@ -32,6 +32,61 @@ SVG_WIDTH = 220
 SVG_HEIGHT = 18
 
 
+# ----------------------------------------------------------------------------- staleness
+def board_staleness(edition: KeyEdition) -> dict[str, Any]:
+    """Return {"stale": bool, "stale_reason": str | None} for the edition's figures.
+
+    The figures are stale while the edition's newest re-scoring run
+    (`scoring.services.latest_run`) is pending or running, or when it ended failed or
+    cancelled and some of its pairs still lack a grade: grades that were written are
+    real grades and are shown, but the page must say the figures do not yet reflect the
+    pairs still owed. A later complete run clears it. Not cached (two queries), so a
+    cancel, which changes no grade, shows at once.
+    """
+    from django.db.models import Exists, OuterRef
+    from django.utils import timezone
+
+    from scoring.models import Grade, RunItem, ScoringRun
+    from scoring.services import latest_run
+
+    run = latest_run(edition)
+    if run is None or run.status == ScoringRun.Status.COMPLETE:
+        return {"stale": False, "stale_reason": None}
+    has_grade = Grade.objects.filter(
+        response_id=OuterRef("response_id"),
+        judge_id=OuterRef("judge_id"),
+        key_entry_id=OuterRef("key_entry_id"),
+        prompt_version=OuterRef("judge__prompt_version"),
+    )
+    lacking = (
+        RunItem.objects.filter(run=run, response__isnull=False)
+        .exclude(state__in=(RunItem.State.GRADED, RunItem.State.UNPARSED, RunItem.State.REUSED))
+        .filter(~Exists(has_grade))
+        .count()
+    )
+    if run.status in (ScoringRun.Status.FAILED, ScoringRun.Status.CANCELLED) and not lacking:
+        return {"stale": False, "stale_reason": None}
+    tail = (
+        f"{lacking} of {run.needed} pair{'s' if run.needed != 1 else ''} lack a grade — "
+        "these figures do not yet reflect them."
+    )
+    if run.status in (ScoringRun.Status.PENDING, ScoringRun.Status.RUNNING):
+        head = f"Re-scoring run {run.pk} is {run.status} ({run.done} of {run.needed} pairs settled)"
+    else:
+        when = timezone.localtime(run.finished_at or run.created_at)
+        verb = "failed" if run.status == ScoringRun.Status.FAILED else "was cancelled"
+        head = f"Re-scoring run {run.pk} {verb} at {when:%H:%M} on {when:%Y-%m-%d} ({when:%Z})"
+    return {"stale": True, "stale_reason": f"{head}; {tail}"}
+
+
+def leaderboard_doc(result: BoardResult, edition: KeyEdition) -> dict[str, Any]:
+    """Return the leaderboard JSON document of `result` with `stale` and `stale_reason`."""
+    doc = result.leaderboard_dict()
+    doc.update(board_staleness(edition))
+    return doc
+
+
+
 # ----------------------------------------------------------------------------- helpers
 def _benchmark_index(request: HttpRequest, url_name: str, title: str) -> HttpResponse:
     benchmarks = list(Benchmark.objects.order_by("name"))
@@ -171,7 +226,7 @@ def _pairs_for_display(agreement: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _board_context(sel: dict[str, Any]) -> dict[str, Any]:
     result: BoardResult = board_for_edition(sel["edition"], banding=sel["banding"])
-    doc = result.leaderboard_dict()
+    doc = leaderboard_doc(result, sel["edition"])
     models = doc["models"]
     prev_band = None
     for m in models:
@@ -276,7 +331,7 @@ def leaderboard_csv_download(request: HttpRequest, benchmark: str) -> HttpRespon
 def leaderboard_json_download(request: HttpRequest, benchmark: str) -> HttpResponse:
     sel = _selection(request, benchmark)
     result = board_for_edition(sel["edition"], banding=sel["banding"])
-    doc = result.leaderboard_dict()
+    doc = leaderboard_doc(result, sel["edition"])
     doc["agreement"] = result.agreement_dict()
     response = HttpResponse(
         json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=2),

@@ -110,9 +110,9 @@ def _point_app_at(app, url: str) -> None:
     app.conf.broker_write_url = url
     app.conf.broker_read_url = url
     app.conf.task_always_eager = False
-    if app._pool is not None:
-        app._pool.force_close_all()
-        app._pool = None
+    # kombu keeps one pool per broker URL process-wide: drop the app's references, never
+    # close a pool another test (on the other URL) will be handed again.
+    app._pool = None
     app.amqp._producer_pool = None
 
 
@@ -142,10 +142,15 @@ def private_worker_factory(transactional_db, private_redis):
     yield start
     for worker in workers:
         worker.stop()
-    for key, value in saved.items():
-        app.conf[key] = value
+    # the private server's port is never used again: its pooled connections can go
+    from kombu import pools
+
     if app._pool is not None:
         app._pool.force_close_all()
-        app._pool = None
+    with app.connection_for_write(private_redis.url) as conn:
+        pools.producers[conn].force_close_all()
+    for key, value in saved.items():
+        app.conf[key] = value
+    app._pool = None
     app.amqp._producer_pool = None
     app.conf.task_always_eager = True

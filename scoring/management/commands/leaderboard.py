@@ -100,13 +100,17 @@ class Command(BaseCommand):
             )
         except DomainError as exc:
             raise domain_error(exc) from exc
-        doc = result.leaderboard_dict()
+        from scoring.board_views import leaderboard_doc
+
+        doc = leaderboard_doc(result, edition)
         if result.leaderboard is None:
             raise bad_input(
                 f"benchmark {benchmark.name!r}, edition {edition.name!r}: "
                 + "; ".join(result.notes or ["no grades"])
             )
         fmt = options["format"]
+        if doc["stale"] and fmt != "json":
+            self.stderr.write(f"warning: stale figures: {doc['stale_reason']}")
         if fmt == "json":
             write_json(self, doc)
         elif fmt == "csv":
