@@ -160,9 +160,8 @@ def test_database_connections_dropped_mid_task_run_completes_exactly_once(
         _resume_with_the_cli(run)
     assert worker.process.poll() is None, worker.log()
     ledger = _assert_exactly_once(run, fake_openai_judge)
-    db_errors = worker.log().count("OperationalError") + worker.log().count("InterfaceError")
     print(f"\nfaults injected: PostgreSQL connections of the worker terminated twice "
-          f"(at done/killed {terminated}); {db_errors} database error(s) in the worker log; "
+          f"(at [done, connections killed] {terminated}); "
           f"run completed {'after rescore --resume' if resumed else 'by task retries alone'}; "
           f"{PAIRS} grades, one per pair; ledger {ledger}; judge answered "
           f"{fake_openai_judge.calls} calls")
