@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -437,16 +439,37 @@ def judge_backend_config(judge: Judge) -> dict[str, Any]:
     return config
 
 
+_BACKENDS: dict[tuple, Any] = {}
+_BACKENDS_LOCK = threading.Lock()
+_BACKENDS_MAX = 64
+
+
 def judge_backend(judge: Judge) -> Any:
     """Return a judge backend for a Judge row, rate-limited across workers (Redis) if configured.
 
+    One backend (with its pooled HTTP client and its limiter) is kept per judge configuration
+    per process and shared by threads, so a worker does not open a new connection pool per
+    chunk; a changed row (other model, URL, settings, key variable name) gets a new one.
+    The API key itself is never part of the cache: backends read it at each call.
     Raises scoring.judges.JudgeConfigError for a bad configuration.
     """
     from scoring.judges import JudgeConfig, get_backend, limiter_for
 
-    config = JudgeConfig.from_dict(judge_backend_config(judge))
-    limiter = limiter_for(config, _redis_client(), f"{judge.benchmark_id}:{judge.judge_id}")
-    return get_backend(config, limiter=limiter)
+    raw = judge_backend_config(judge)
+    judge_key = f"{judge.benchmark_id}:{judge.judge_id}"
+    cache_key = (judge_key, repr(sorted(raw.items())), getattr(settings, "REDIS_URL", ""))
+    with _BACKENDS_LOCK:
+        backend = _BACKENDS.get(cache_key)
+    if backend is not None:
+        return backend
+    config = JudgeConfig.from_dict(raw)
+    limiter = limiter_for(config, _redis_client(), judge_key)
+    backend = get_backend(config, limiter=limiter)
+    with _BACKENDS_LOCK:
+        if len(_BACKENDS) >= _BACKENDS_MAX:
+            _BACKENDS.pop(next(iter(_BACKENDS)))  # oldest; its pool closes when collected
+        backend = _BACKENDS.setdefault(cache_key, backend)
+    return backend
 
 
 def citation_text(entry: KeyEntry) -> str:
@@ -565,21 +588,26 @@ def grade_pair(
     backend: Any = None,
     final_attempt: bool = True,
     item: RunItem | None = None,
+    grade_absent: bool = False,
 ) -> str:
     """Grade one response with one judge against one key entry, at most once; return the state.
 
     Returns the item's state: graded / unparsed / reused / failed, or pending when the judge
     was unavailable and `final_attempt` is False (the caller retries later).
     Raises PairBusy when another worker holds the pair. Never raises for a judge failure.
+    `grade_absent`: the caller already looked (settle_chunk does, once per chunk) and found
+    no grade; a grade written meanwhile is still caught by the unique constraint.
     """
     from scoring.judges import GradingInput, JudgeConfigError, JudgeUnavailable
 
     item = item or _item_for(run, response.pk, judge.pk, key_entry.pk)
     if item.state != RunItem.State.PENDING:
         return item.state
-    if Grade.objects.filter(
-        response=response, judge=judge, key_entry=key_entry, prompt_version=judge.prompt_version
-    ).exists():
+    grade_key = {
+        "response_id": response.pk, "judge_id": judge.pk, "key_entry_id": key_entry.pk,
+        "prompt_version": judge.prompt_version,
+    }
+    if not grade_absent and Grade.objects.filter(**grade_key).exists():
         with transaction.atomic():
             _settle(run=run, item=item, state=RunItem.State.REUSED, detail="grade already present")
         return RunItem.State.REUSED
@@ -617,28 +645,33 @@ def grade_pair(
     rationale = result.rationale or ""
     if result.grade is None and not rationale:
         rationale = f"unparsed: {result.parse_error or 'no grade found'}"
-    with transaction.atomic():
-        grade, created = Grade.objects.get_or_create(
-            response=response,
-            judge=judge,
-            key_entry=key_entry,
-            prompt_version=judge.prompt_version,
-            defaults={
-                "grade": result.grade,
-                "rationale": rationale,
-                "flag": bool(result.flag),
-                "flag_reason": result.flag_reason or "",
-                "raw_output": result.raw_output or "",
-                "stop_reason": (result.stop_reason or "")[:50],
-                "run": run,
-            },
-        )
-        if not created:
-            state = RunItem.State.REUSED
-        detail = result.parse_error or ""
-        if result.prompt_version and result.prompt_version != judge.prompt_version:
-            detail = _append_note(detail, f"backend prompt {result.prompt_version}")
-        _settle(run=run, item=item, state=state, call=call, call_outcome=JudgeCall.Outcome.OK, detail=detail)
+    detail = result.parse_error or ""
+    if result.prompt_version and result.prompt_version != judge.prompt_version:
+        detail = _append_note(detail, f"backend prompt {result.prompt_version}")
+    try:
+        # Insert straight away (no SELECT first): the unique constraint on (response, judge,
+        # key entry, prompt version) is what keeps one grade per pair.
+        with transaction.atomic():
+            Grade.objects.create(
+                **grade_key,
+                grade=result.grade,
+                rationale=rationale,
+                flag=bool(result.flag),
+                flag_reason=result.flag_reason or "",
+                raw_output=result.raw_output or "",
+                stop_reason=(result.stop_reason or "")[:50],
+                run=run,
+            )
+            _settle(run=run, item=item, state=state, call=call, call_outcome=JudgeCall.Outcome.OK,
+                    detail=detail)
+    except IntegrityError:
+        # Another run or delivery wrote this pair's grade meanwhile: reuse it, pay nothing more.
+        if not Grade.objects.filter(**grade_key).exists():
+            raise
+        state = RunItem.State.REUSED
+        with transaction.atomic():
+            _settle(run=run, item=item, state=state, call=call, call_outcome=JudgeCall.Outcome.OK,
+                    detail=detail)
     return state
 
 
@@ -737,6 +770,56 @@ def _judge_failed(run: ScoringRun, item: RunItem, call: JudgeCall, detail: str, 
     return RunItem.State.FAILED
 
 
+def chunk_threads_cap() -> int:
+    """Return how many threads one process may add to grade chunks concurrently (SNAGLIST_JUDGE_THREADS).
+
+    Each thread holds its own database connection while its chunk runs, so this (plus the
+    worker's own threads) bounds the worker's PostgreSQL connections.
+    """
+    return int(_setting("SNAGLIST_JUDGE_THREADS", os.environ.get("SNAGLIST_JUDGE_THREADS", 64)))
+
+
+_THREAD_PERMITS: threading.BoundedSemaphore | None = None
+_THREAD_PERMITS_LOCK = threading.Lock()
+
+
+def _thread_permits() -> threading.BoundedSemaphore:
+    global _THREAD_PERMITS
+    with _THREAD_PERMITS_LOCK:
+        if _THREAD_PERMITS is None:
+            _THREAD_PERMITS = threading.BoundedSemaphore(max(0, chunk_threads_cap()))
+        return _THREAD_PERMITS
+
+
+# Calls a model judge may have in flight from one chunk when its row sets no `concurrency`.
+DEFAULT_JUDGE_CONCURRENCY = 8
+# A chunk adds a thread only for this many pending pairs per thread (a thread opens a
+# database connection, about 1 ms of CPU here and a backend process in PostgreSQL).
+PAIRS_PER_THREAD = 4
+
+
+def _wanted_threads(work: Sequence[tuple], judges: dict[int, Judge]) -> int:
+    """Return how many pairs of this chunk to grade at once: each judge's `concurrency` (its
+    Redis limiter caps it across workers anyway), 1 for the offline reference backend; 1
+    when the work must stay on this connection (inside a transaction, or on SQLite)."""
+    from django.db import connection
+
+    if connection.in_atomic_block or connection.vendor == "sqlite":
+        return 1
+    per_judge: dict[int, int] = {}
+    for entry in work:
+        per_judge[entry[0][1]] = per_judge.get(entry[0][1], 0) + 1
+    total = 0
+    for judge_id, n in per_judge.items():
+        judge = judges[judge_id]
+        if judge.backend == "reference":
+            limit = 1
+        else:
+            limit = (judge.backend_settings or {}).get("concurrency") or DEFAULT_JUDGE_CONCURRENCY
+        total += min(n, max(1, int(limit)))
+    return max(1, total)
+
+
 def settle_chunk(
     *,
     run: ScoringRun,
@@ -749,6 +832,12 @@ def settle_chunk(
     pairs: [[response id or None, judge id, key entry id], ...] (JSON from the task).
     Pairs held by another worker, or whose judge is unavailable while retries remain, are
     returned in `busy` / `unavailable` for the task to send again later.
+
+    Judge calls are I/O-bound, so the chunk's pairs are graded by a bounded set of threads
+    (up to each judge's `concurrency`, within the process-wide SNAGLIST_JUDGE_THREADS); each
+    pair is still claimed, called and settled on its own exactly as in grade_pair, and every
+    extra thread closes its database connection when the chunk is done. Inputs, items and
+    existing grades are read once per chunk, not per pair.
     """
     outcome = ChunkOutcome()
     keys = [(p[0], int(p[1]), int(p[2])) for p in pairs]
@@ -763,11 +852,10 @@ def settle_chunk(
     judges = Judge.objects.in_bulk({k[1] for k in keys})
     entries = KeyEntry.objects.select_related("question", "citation_document").in_bulk({k[2] for k in keys})
     responses = Response.objects.in_bulk({k[0] for k in keys if k[0] is not None})
+    present = _present_results(run, keys, judges)
     backends = {} if backends is None else backends
-    for n, key in enumerate(keys):
-        if n and n % 10 == 0 and _run_stopped(run):
-            outcome.stopped = True
-            break
+    work: list[tuple] = []
+    for key in keys:
         response_id, judge_id, entry_id = key
         judge, entry = judges.get(judge_id), entries.get(entry_id)
         response = responses.get(response_id) if response_id is not None else None
@@ -782,19 +870,106 @@ def settle_chunk(
                 backends[judge_id] = judge_backend(judge)
         except Exception as exc:  # noqa: BLE001 - bad config fails the pair with its reason
             backends[judge_id] = _BrokenBackend(exc)
+        work.append((key, judge, entry, response, item, key not in present))
+
+    lock = threading.Lock()
+    queue = list(reversed(work))
+    taken = [0]
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def settle_one(entry: tuple) -> None:
+        key, judge, key_entry, response, item, absent = entry
         try:
             if run.kind == ScoringRun.Kind.AUDIT:
-                state = audit_pair(run=run, key_entry=entry, auditor=judge, backend=backends[judge_id],
+                state = audit_pair(run=run, key_entry=key_entry, auditor=judge, backend=backends[key[1]],
                                    final_attempt=final_attempt, item=item)
             else:
-                state = grade_pair(run=run, response=response, judge=judge, key_entry=entry,
-                                   backend=backends[judge_id], final_attempt=final_attempt, item=item)
-            outcome.count(state)
+                state = grade_pair(run=run, response=response, judge=judge, key_entry=key_entry,
+                                   backend=backends[key[1]], final_attempt=final_attempt, item=item,
+                                   grade_absent=absent)
+            with lock:
+                outcome.count(state)
         except PairBusy:
-            outcome.busy.append(list(key))
+            with lock:
+                outcome.busy.append(list(key))
         except PairUnavailable:
-            outcome.unavailable.append(list(key))
+            with lock:
+                outcome.unavailable.append(list(key))
+
+    wanted = _wanted_threads(work, judges) if len(work) > 1 else 1
+    permits = _thread_permits()
+    pool = ThreadPoolExecutor(max_workers=wanted - 1, thread_name_prefix=f"run{run.pk}-chunk") if wanted > 1 else None
+    helpers = [0]
+
+    def helper() -> None:
+        from django.db import connection
+
+        try:
+            drain(main=False)
+        finally:
+            permits.release()
+            connection.close()
+
+    def top_up() -> None:
+        # Add a thread while the chunk has work for it (PAIRS_PER_THREAD pairs each, so a
+        # thread's database connection serves several pairs) and the process has permits.
+        while (
+            pool is not None and helpers[0] < wanted - 1
+            and len(queue) >= PAIRS_PER_THREAD * (helpers[0] + 1)
+            and permits.acquire(blocking=False)
+        ):
+            helpers[0] += 1
+            pool.submit(helper)
+
+    def drain(*, main: bool) -> None:
+        while not stop.is_set():
+            if main:
+                top_up()
+            with lock:
+                if not queue:
+                    return
+                n = taken[0]
+                taken[0] += 1
+                entry = queue.pop()
+            if n and n % 10 == 0 and _run_stopped(run):
+                with lock:
+                    outcome.stopped = True
+                stop.set()
+                return
+            try:
+                settle_one(entry)
+            except BaseException as exc:  # re-raised by the chunk's own thread below
+                with lock:
+                    errors.append(exc)
+                stop.set()
+                return
+
+    try:
+        drain(main=True)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    if errors:
+        raise errors[0]
     return outcome
+
+
+def _present_results(run: ScoringRun, keys: Sequence[tuple], judges: dict[int, Judge]) -> set[tuple]:
+    """Return the chunk's pairs that already have a grade (or verdict) at the judge's current
+    prompt version: one query for the whole chunk instead of one per pair."""
+    versions = {j.pk: j.prompt_version for j in judges.values()}
+    wanted = set(keys)
+    if run.kind == ScoringRun.Kind.AUDIT:
+        rows = AuditVerdict.objects.filter(
+            auditor_id__in=list(versions), key_entry_id__in={k[2] for k in keys}
+        ).values_list("auditor_id", "key_entry_id", "prompt_version")
+        return {(None, a, e) for a, e, v in rows if versions.get(a) == v} & wanted
+    rows = Grade.objects.filter(
+        judge_id__in=list(versions), response_id__in={k[0] for k in keys},
+        key_entry_id__in={k[2] for k in keys},
+    ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version")
+    return {(r, j, e) for r, j, e, v in rows if versions.get(j) == v} & wanted
 
 
 class _BrokenBackend:

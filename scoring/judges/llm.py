@@ -1,7 +1,8 @@
 """Judge backends that call a hosted model through the official openai / anthropic SDKs.
 
 The API key is read from os.environ[config.api_key_env] at each call and handed
-straight to a short-lived SDK client; it is never stored on the backend, logged,
+straight to a short-lived SDK client (cheap: it wraps the backend's pooled httpx client,
+which is built once per backend and shared by threads); it is never stored on the backend, logged,
 or put into raw_output or exception text (exception text is redacted, and
 raised errors carry no chained SDK exception).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,6 +69,8 @@ class ChatBackend(JudgeBackend):
         self.config = config
         self.limiter_timeout = limiter_timeout
         self._http_client = http_client
+        self._owns_http_client = http_client is None
+        self._http_lock = threading.Lock()
         self.policy = RetryPolicy(
             max_retries=config.max_retries,
             base_delay=config.base_delay,
@@ -88,6 +92,14 @@ class ChatBackend(JudgeBackend):
         if self._owns_http_client and self._http_client is not None:
             self._http_client.close()
             self._http_client = None
+
+    def _pooled_http_client(self, factory: Callable[[], Any]) -> Any:
+        """Return the backend's httpx client (one connection pool), built once, thread-safely."""
+        if self._http_client is None:
+            with self._http_lock:
+                if self._http_client is None:
+                    self._http_client = factory()
+        return self._http_client
 
     def grade(self, inp: GradingInput) -> GradeResult:
         """Return the model's grade; grade None with parse_error when its reply is unusable."""
@@ -183,14 +195,12 @@ class OpenAIBackend(ChatBackend):
     def _client(self, api_key: str) -> Any:
         import openai
 
-        if self._http_client is None:
-            self._http_client = openai.DefaultHttpxClient()
         return openai.OpenAI(
             api_key=api_key,
             base_url=self.config.base_url,
             timeout=self.config.timeout,
             max_retries=0,
-            http_client=self._http_client,
+            http_client=self._pooled_http_client(openai.DefaultHttpxClient),
         )
 
     def _complete(self, prompt: str, max_tokens: int, api_key: str) -> Completion:
@@ -226,13 +236,11 @@ class AnthropicBackend(ChatBackend):
     def _client(self, api_key: str) -> Any:
         import anthropic
 
-        if self._http_client is None:
-            self._http_client = anthropic.DefaultHttpxClient()
         kwargs: dict[str, Any] = {
             "api_key": api_key,
             "timeout": self.config.timeout,
             "max_retries": 0,
-            "http_client": self._http_client,
+            "http_client": self._pooled_http_client(anthropic.DefaultHttpxClient),
         }
         if self.config.base_url:
             kwargs["base_url"] = self.config.base_url
