@@ -9,7 +9,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: demo test test-sqlite venv lint bench check-services clean
+.PHONY: demo test venv lint check-services clean
 
 venv: $(STAMP)
 
@@ -39,9 +39,6 @@ test: check-services
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-
-bench: venv
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/run_all.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 staticfiles test-artifacts
