@@ -53,7 +53,7 @@ class PrivateRedis:
     def start(self, timeout: float = 10.0) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
-            pytest.skip("redis-server is not installed")
+            pytest.fail("redis-server is not installed: apt-get install redis-server")
         self.starts += 1
         log_path = self.workdir / f"redis-{self.starts}.log"
         self.log_paths.append(log_path)

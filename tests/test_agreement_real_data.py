@@ -54,7 +54,7 @@ def _grades(bundle: Path) -> dict[tuple[str, str], dict[str, int | None]]:
 @pytest.fixture
 def wildbench(db):
     if not WILDBENCH.is_dir():
-        pytest.skip(f"shared bundle missing: {WILDBENCH}")
+        pytest.fail(f"shared bundle missing: {WILDBENCH} (../shared must sit beside the checkout)")
     call_command("import_bundle", str(WILDBENCH), stdout=io.StringIO(), stderr=io.StringIO())
     return "wildbench-2judges"
 
@@ -62,7 +62,7 @@ def wildbench(db):
 @pytest.fixture
 def mtbench(db):
     if not MTBENCH.is_dir():
-        pytest.skip(f"shared bundle missing: {MTBENCH}")
+        pytest.fail(f"shared bundle missing: {MTBENCH} (../shared must sit beside the checkout)")
     call_command("import_bundle", str(MTBENCH), stdout=io.StringIO(), stderr=io.StringIO())
     return "mtbench-reference"
 

@@ -94,7 +94,7 @@ def _source(doc_id: str) -> str:
     if doc_id not in _source_cache:
         path = SOURCES / SOURCE_FILES[doc_id]
         if not path.is_file():
-            pytest.skip(f"real source text not available at {path}")
+            pytest.fail(f"real source text not available at {path} (../shared must sit beside the checkout)")
         _source_cache[doc_id] = path.read_text(encoding="utf-8")
     return _source_cache[doc_id]
 
@@ -304,13 +304,9 @@ def test_grades_show_disagreement_flags_and_audit_splits():
 
 # --------------------------------------------------------------------------- the source indexer agrees
 
-try:  # questions/sources.py indexes the real files; its API: parse_sections(text) -> [.locator]
-    from questions.sources import parse_sections
-except ImportError:  # pragma: no cover - only while that module is absent
-    parse_sections = None
+from questions.sources import parse_sections  # noqa: E402 - indexes the real files
 
 
-@pytest.mark.skipif(parse_sections is None, reason="questions.sources is not available")
 @pytest.mark.parametrize("q", CHECKABLE, ids=_ids(CHECKABLE))
 def test_cited_locator_is_found_by_the_source_indexer(q):
     cit = q["citation"]
@@ -320,7 +316,6 @@ def test_cited_locator_is_found_by_the_source_indexer(q):
     )
 
 
-@pytest.mark.skipif(parse_sections is None, reason="questions.sources is not available")
 def test_missing_locator_is_not_found_by_the_source_indexer():
     for qid, d in DEFECTS.items():
         if d["defect"] == "missing_locator":

@@ -881,7 +881,7 @@ def redis_db() -> Any:
     try:
         client.ping()
     except redis.exceptions.ConnectionError:
-        pytest.skip("Redis is not running on 127.0.0.1:6379")
+        pytest.fail("Redis is not running on 127.0.0.1:6379")
     created: list[RedisLimiter] = []
     yield client, created
     for limiter in created:

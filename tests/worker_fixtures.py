@@ -182,7 +182,7 @@ def celery_worker_factory(transactional_db):
 
     broker = broker_url()
     if not redis_available(broker):
-        pytest.skip(f"no Redis at {broker}")
+        pytest.fail(f"no Redis at {broker}: start it (docker compose up -d redis)")
     workers: list[CeleryWorker] = []
     app.conf.task_always_eager = False
 
