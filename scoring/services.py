@@ -14,7 +14,9 @@ Exactly-once, in the database:
   killed: it is marked "lost" (paid, no grade) and the pair is called once more.
 - Grades are unique per (response, judge, key entry, prompt version), so a grade that
   another run wrote meanwhile is reused, not duplicated.
-- Run counters move with F() expressions in the transaction that settles the pair; the
+- Grade runs settle finished pairs in small batches (every 10 pairs or 200 ms): the
+  batch's grades, ledger rows, items and run counters commit in one transaction.
+- Run counters move with F() expressions in the transaction that settles the pair(s); the
   last pair to settle flips the run to complete/failed with a conditional update, and
   only that caller sends the follow-up task (`on_complete`).
 
@@ -835,9 +837,10 @@ def settle_chunk(
 
     Judge calls are I/O-bound, so the chunk's pairs are graded by a bounded set of threads
     (up to each judge's `concurrency`, within the process-wide SNAGLIST_JUDGE_THREADS); each
-    pair is still claimed, called and settled on its own exactly as in grade_pair, and every
-    extra thread closes its database connection when the chunk is done. Inputs, items and
-    existing grades are read once per chunk, not per pair.
+    audit pair is claimed, called and settled on its own as in audit_pair; grade pairs go
+    through _grade_chunk_batched (grouped claims, one ledger row per call written before
+    it, batched settles). Every extra thread closes its database connection when the chunk
+    is done. Inputs, items and existing grades are read once per chunk, not per pair.
     """
     outcome = ChunkOutcome()
     keys = [(p[0], int(p[1]), int(p[2])) for p in pairs]
@@ -871,6 +874,9 @@ def settle_chunk(
         except Exception as exc:  # noqa: BLE001 - bad config fails the pair with its reason
             backends[judge_id] = _BrokenBackend(exc)
         work.append((key, judge, entry, response, item, key not in present))
+    if run.kind == ScoringRun.Kind.GRADE:
+        return _grade_chunk_batched(run=run, work=work, judges=judges, backends=backends,
+                                    final_attempt=final_attempt, outcome=outcome)
 
     lock = threading.Lock()
     queue = list(reversed(work))
@@ -952,6 +958,323 @@ def settle_chunk(
             pool.shutdown(wait=True)
     if errors:
         raise errors[0]
+    return outcome
+
+
+# -- grading a chunk in batches ------------------------------------------------------------
+
+# A grade run settles finished pairs in batches: every SETTLE_BATCH pairs or SETTLE_SECONDS,
+# whichever comes first, one transaction writes their grades (one INSERT), moves their items
+# and ledger rows (one UPDATE per distinct state) and bumps the run counters once.
+SETTLE_BATCH = 10
+SETTLE_SECONDS = 0.2
+# A thread claims up to this many of the chunk's pairs with one conditional UPDATE; a pair
+# claimed but not yet called when its worker dies only waits out its lease (no ledger row).
+CLAIM_BATCH = 4
+
+
+def _claim_many(item_ids: Sequence[int]) -> set[int]:
+    """Lease the pending, unleased items among `item_ids` in one UPDATE ... RETURNING."""
+    from django.db import connection
+
+    if not item_ids:
+        return set()
+    now = timezone.now()
+    ops = connection.ops
+    table = connection.ops.quote_name(RunItem._meta.db_table)
+    marks = ", ".join(["%s"] * len(item_ids))
+    sql = (
+        f"UPDATE {table} SET lease_until = %s, attempts = attempts + 1 "
+        f"WHERE id IN ({marks}) AND state = %s AND (lease_until IS NULL OR lease_until < %s) "
+        "RETURNING id"
+    )
+    params = [
+        ops.adapt_datetimefield_value(now + timedelta(seconds=pair_lease_seconds())),
+        *item_ids,
+        RunItem.State.PENDING,
+        ops.adapt_datetimefield_value(now),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _mark_lost_many(pairs: Sequence[tuple[Judge, int | None, int]]) -> int:
+    """_mark_lost_calls for several pairs: one SELECT (usually empty) and at most one UPDATE."""
+    if not pairs:
+        return 0
+    want = {(j.pk, r, e, j.prompt_version) for j, r, e in pairs}
+    rows = JudgeCall.objects.filter(
+        judge_id__in={j.pk for j, _, _ in pairs},
+        response_id__in={r for _, r, _ in pairs},
+        key_entry_id__in={e for _, _, e in pairs},
+        outcome__in=(JudgeCall.Outcome.STARTED, JudgeCall.Outcome.OK),
+    ).values_list("pk", "judge_id", "response_id", "key_entry_id", "prompt_version")
+    ids = [pk for pk, j, r, e, v in rows if (j, r, e, v) in want]
+    if not ids:
+        return 0
+    return JudgeCall.objects.filter(pk__in=ids).update(
+        outcome=JudgeCall.Outcome.LOST, detail="in flight when its worker stopped; called again"
+    )
+
+
+@dataclass
+class _Finished:
+    """A pair whose judge answered (or failed for good), waiting to be settled in a batch."""
+
+    item_id: int
+    state: str
+    call_id: int | None
+    call_outcome: str
+    detail: str = ""
+    grade: dict[str, Any] | None = None
+
+
+class _BatchSettler:
+    """Collect finished pairs from the chunk's threads and settle them in batches."""
+
+    def __init__(self, run: ScoringRun, outcome: ChunkOutcome, lock: threading.Lock) -> None:
+        self.run = run
+        self.outcome = outcome
+        self.outcome_lock = lock
+        self.lock = threading.Lock()
+        self.pending: list[_Finished] = []
+        self.since = 0.0
+
+    def add(self, done: _Finished) -> None:
+        import time
+
+        with self.lock:
+            if not self.pending:
+                self.since = time.monotonic()
+            self.pending.append(done)
+            if len(self.pending) < SETTLE_BATCH and time.monotonic() - self.since < SETTLE_SECONDS:
+                return
+            batch, self.pending = self.pending, []
+        self.write(batch)
+
+    def flush(self) -> None:
+        with self.lock:
+            batch, self.pending = self.pending, []
+        if batch:
+            self.write(batch)
+
+    def write(self, batch: list[_Finished]) -> None:
+        """One transaction: the batch's grades, its items, its ledger rows and the run counters."""
+        with transaction.atomic():
+            with_grade = [d for d in batch if d.grade is not None]
+            if with_grade:
+                try:
+                    with transaction.atomic():
+                        Grade.objects.bulk_create([Grade(**d.grade) for d in with_grade])
+                except IntegrityError:
+                    # Some pair's grade was written meanwhile (another run or delivery):
+                    # insert one by one and reuse the ones that exist, paying nothing more.
+                    for d in with_grade:
+                        try:
+                            with transaction.atomic():
+                                Grade.objects.create(**d.grade)
+                        except IntegrityError:
+                            key = {k: d.grade[k] for k in ("response_id", "judge_id", "key_entry_id",
+                                                           "prompt_version")}
+                            if not Grade.objects.filter(**key).exists():
+                                raise
+                            d.state = RunItem.State.REUSED
+            items: dict[tuple[str, str], list[int]] = {}
+            calls: dict[tuple[str, str], list[int]] = {}
+            for d in batch:
+                items.setdefault((d.state, d.detail[:2000]), []).append(d.item_id)
+                if d.call_id is not None:
+                    calls.setdefault((d.call_outcome, d.detail[:2000]), []).append(d.call_id)
+            bump: dict[str, int] = {}
+            for (state, detail), ids in items.items():
+                moved = RunItem.objects.filter(pk__in=ids, state=RunItem.State.PENDING).update(
+                    state=state, lease_until=None, detail=detail
+                )
+                if not moved:
+                    continue
+                bump["done"] = bump.get("done", 0) + moved
+                column = {
+                    RunItem.State.REUSED: "reused", RunItem.State.FAILED: "failed",
+                }.get(state, "graded")
+                bump[column] = bump.get(column, 0) + moved
+                if state == RunItem.State.UNPARSED:
+                    bump["unparsed"] = bump.get("unparsed", 0) + moved
+            for (call_outcome, detail), ids in calls.items():
+                JudgeCall.objects.filter(pk__in=ids).update(outcome=call_outcome, detail=detail)
+            if bump:
+                ScoringRun.objects.filter(pk=self.run.pk).update(
+                    **{column: F(column) + n for column, n in bump.items()}
+                )
+        with self.outcome_lock:
+            for d in batch:
+                self.outcome.count(d.state)
+
+
+def _grade_one(
+    run: ScoringRun, entry: tuple, backend: Any, final_attempt: bool, scale: list
+) -> _Finished:
+    """Write the pair's ledger row, call its judge and return what to settle (no settling here).
+
+    Raises PairUnavailable (pair released, ledger row "retry") while retries remain, and
+    database errors (pair released).
+    """
+    from scoring.judges import GradingInput, JudgeConfigError, JudgeUnavailable
+
+    key, judge, key_entry, response, item, _ = entry
+    call = JudgeCall.objects.create(
+        run=run, judge=judge, response=response, key_entry=key_entry,
+        prompt_version=judge.prompt_version, outcome=JudgeCall.Outcome.STARTED,
+    )
+    failed = RunItem.State.FAILED
+    try:
+        result = backend.grade(
+            GradingInput(
+                question=key_entry.question.text,
+                key_answer=key_entry.answer,
+                citation_text=citation_text(key_entry),
+                response=response.text,
+                scale=scale,
+            )
+        )
+    except JudgeUnavailable as exc:
+        if not final_attempt:
+            _judge_failed(run, item, call, str(exc), retryable=True)  # raises PairUnavailable
+        return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, str(exc))
+    except JudgeConfigError as exc:
+        return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"configuration: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a backend bug fails this pair, not the chunk
+        if _is_database_error(exc):
+            _release(item)
+            raise
+        logger.exception("judge %s raised on response %s", judge.judge_id, response.pk)
+        return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"{type(exc).__name__}: {exc}")
+
+    state = RunItem.State.GRADED if result.grade is not None else RunItem.State.UNPARSED
+    rationale = result.rationale or ""
+    if result.grade is None and not rationale:
+        rationale = f"unparsed: {result.parse_error or 'no grade found'}"
+    detail = result.parse_error or ""
+    if result.prompt_version and result.prompt_version != judge.prompt_version:
+        detail = _append_note(detail, f"backend prompt {result.prompt_version}")
+    grade = {
+        "response_id": response.pk, "judge_id": judge.pk, "key_entry_id": key_entry.pk,
+        "prompt_version": judge.prompt_version, "grade": result.grade, "rationale": rationale,
+        "flag": bool(result.flag), "flag_reason": result.flag_reason or "",
+        "raw_output": result.raw_output or "", "stop_reason": (result.stop_reason or "")[:50],
+        "run_id": run.pk,
+    }
+    return _Finished(item.pk, state, call.pk, JudgeCall.Outcome.OK, detail, grade)
+
+
+def _grade_chunk_batched(
+    *, run: ScoringRun, work: list[tuple], judges: dict[int, Judge], backends: dict[int, Any],
+    final_attempt: bool, outcome: ChunkOutcome,
+) -> ChunkOutcome:
+    """Grade a chunk's pending pairs: same guarantees as grade_pair, fewer statements.
+
+    - pairs that already have a grade are settled as reused in one batch;
+    - each thread claims up to CLAIM_BATCH pairs with one conditional UPDATE (pairs leased
+      elsewhere go to `busy`) and marks their earlier unfinished calls lost in one UPDATE;
+    - each call still gets its own "started" ledger row, committed before the call;
+    - finished pairs are settled by _BatchSettler (grade, ledger, counters in one transaction).
+    """
+    lock = threading.Lock()
+    settler = _BatchSettler(run, outcome, lock)
+    absent = []
+    for entry in work:
+        if entry[5]:
+            absent.append(entry)
+        else:
+            settler.add(_Finished(entry[4].pk, RunItem.State.REUSED, None, "", "grade already present"))
+    settler.flush()
+    if not absent:
+        return outcome
+
+    scale = list(run.benchmark.grade_scale or [0, 1, 2])
+    queue = list(reversed(absent))
+    taken = [0]
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    wanted = _wanted_threads(absent, judges) if len(absent) > 1 else 1
+    permits = _thread_permits()
+    pool = (ThreadPoolExecutor(max_workers=wanted - 1, thread_name_prefix=f"run{run.pk}-chunk")
+            if wanted > 1 else None)
+    helpers = [0]
+
+    def helper() -> None:
+        from django.db import connection
+
+        try:
+            drain(main=False)
+        finally:
+            permits.release()
+            connection.close()
+
+    def top_up() -> None:
+        while (
+            pool is not None and helpers[0] < wanted - 1
+            and len(queue) >= PAIRS_PER_THREAD * (helpers[0] + 1)
+            and permits.acquire(blocking=False)
+        ):
+            helpers[0] += 1
+            pool.submit(helper)
+
+    def next_group() -> list[tuple]:
+        with lock:
+            share = max(1, min(CLAIM_BATCH, len(queue) // (helpers[0] + 1)))
+            return [queue.pop() for _ in range(min(share, len(queue)))]
+
+    def drain(*, main: bool) -> None:
+        try:
+            while not stop.is_set():
+                if main:
+                    top_up()
+                group = next_group()
+                if not group:
+                    return
+                claimed = _claim_many([e[4].pk for e in group])
+                mine = [e for e in group if e[4].pk in claimed]
+                with lock:
+                    outcome.busy.extend(list(e[0]) for e in group if e[4].pk not in claimed)
+                _mark_lost_many([(e[1], e[0][0], e[0][2]) for e in mine])
+                for i, entry in enumerate(mine):
+                    with lock:
+                        n = taken[0]
+                        taken[0] += 1
+                    if stop.is_set() or (n and n % 10 == 0 and _run_stopped(run)):
+                        with lock:
+                            outcome.stopped = True
+                        stop.set()
+                        for rest in mine[i:]:
+                            _release(rest[4])
+                        return
+                    try:
+                        settler.add(_grade_one(run, entry, backends[entry[0][1]], final_attempt, scale))
+                    except PairUnavailable:
+                        with lock:
+                            outcome.unavailable.append(list(entry[0]))
+                    except BaseException:
+                        for rest in mine[i + 1:]:
+                            _release(rest[4])
+                        raise
+        except BaseException as exc:  # re-raised by the chunk's own thread below
+            with lock:
+                errors.append(exc)
+            stop.set()
+
+    try:
+        drain(main=True)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    if errors:
+        try:  # keep what was paid for: settle the pairs that finished before the error
+            settler.flush()
+        except Exception:  # noqa: BLE001 - the first error is the one to report
+            logger.exception("run %s: settling finished pairs after an error failed", run.pk)
+        raise errors[0]
+    settler.flush()
     return outcome
 
 

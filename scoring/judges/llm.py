@@ -213,11 +213,22 @@ class OpenAIBackend(ChatBackend):
             kwargs["temperature"] = self.config.temperature
         if self.config.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
-        completion = self._client(api_key).chat.completions.create(**kwargs)
+        # The SDK's own POST (same client, errors, retries off, typed ChatCompletion reply)
+        # without `chat.completions.create`'s per-call TypedDict transform of the request:
+        # the body is already plain JSON, and the transform cost ~0.5 ms of CPU per call.
+        completion = self._client(api_key).post(
+            "/chat/completions", body=kwargs, cast_to=_chat_completion_type()
+        )
         if not completion.choices:
             return Completion(text="", stop_reason=None)
         choice = completion.choices[0]
         return Completion(text=choice.message.content or "", stop_reason=choice.finish_reason)
+
+
+def _chat_completion_type() -> type:
+    from openai.types.chat import ChatCompletion
+
+    return ChatCompletion
 
 
 class AnthropicBackend(ChatBackend):
