@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 
 from questions.models import Benchmark, KeyEdition, KeyEntry, Question, Section
 from questions.selectors import edition_ancestry_ids, latest_published_edition
-from review.models import AuditLogEntry, CitationCheck, Evidence, Proposal, ReviewItem
+from review.models import AuditLogEntry, CitationCheck, Evidence, Proposal, ReviewItem, Source
 from scoring.models import AuditVerdict, Grade, Judge
 
 # ------------------------------------------------------------------ editions and entries
@@ -39,9 +40,9 @@ def entry_for_question(question: Question, edition: KeyEdition | None) -> KeyEnt
     chain = edition_ancestry_ids(edition)
     rank = {pk: i for i, pk in enumerate(chain)}
     entries = list(
-        KeyEntry.objects.filter(question=question, edition_id__in=chain).select_related(
-            "citation_document", "edition"
-        )
+        KeyEntry.objects.filter(question=question, edition_id__in=chain)
+        .select_related("citation_document", "edition")
+        .order_by()  # the nearest is picked below; default ordering only adds joins
     )
     return min(entries, key=lambda e: rank[e.edition_id]) if entries else None
 
@@ -116,25 +117,143 @@ def status_counts(filters: QueueFilters) -> dict[str, int]:
     return counts
 
 
-def citation_labels(items: list[ReviewItem]) -> None:
-    """Attach `entry` (the working edition's key entry) to each item in two or three queries."""
-    by_benchmark: dict[int, list[ReviewItem]] = defaultdict(list)
-    for item in items:
-        by_benchmark[item.benchmark_id].append(item)
-    for bench_items in by_benchmark.values():
-        benchmark = bench_items[0].benchmark
-        edition = working_edition(benchmark)
-        chain = edition_ancestry_ids(edition) if edition else []
-        rank = {pk: i for i, pk in enumerate(chain)}
-        entries: dict[int, KeyEntry] = {}
-        for entry in KeyEntry.objects.filter(
-            edition_id__in=chain, question_id__in=[i.question_id for i in bench_items]
-        ).select_related("citation_document"):
-            cur = entries.get(entry.question_id)
-            if cur is None or rank[entry.edition_id] < rank[cur.edition_id]:
-                entries[entry.question_id] = entry
-        for item in bench_items:
-            item.entry = entries.get(item.question_id)
+# The queue page reads plain values, not model instances: one row per item, display
+# values computed here (not by template filters per row). Same output as the models would give.
+QUEUE_ROW_FIELDS = {
+    "qid": "question__question_id",
+    "qtext": "question__text",
+    "category": "question__category__name",
+    "claimed_by_name": "claimed_by__username",
+}
+
+
+def queue_row_values(qs: QuerySet[ReviewItem]) -> QuerySet:
+    """Return `qs` (from `queue_items`) as the dicts `queue_rows` needs (no model instances)."""
+    return qs.values(
+        "id",
+        "benchmark_id",
+        "question_id",
+        "sources",
+        "priority",
+        "status",
+        "claim_expires_at",
+        **{alias: F(path) for alias, path in QUEUE_ROW_FIELDS.items()},
+    )
+
+
+def _citation_labels_by_question(benchmark_id: int, question_ids: list[int]) -> dict[int, str]:
+    """Return {question id: citation label} of the working edition's effective entries (2 queries).
+
+    Same result as `working_edition` + `edition_ancestry_ids` + `KeyEntry.citation_label`.
+    """
+    editions = list(
+        KeyEdition.objects.filter(benchmark_id=benchmark_id)
+        .order_by()  # the model's default ordering would join benchmarks for nothing
+        .values_list("id", "parent_id", "status", "published_at")
+    )
+    published = [e for e in editions if e[2] == KeyEdition.Status.PUBLISHED]
+    if not published:
+        return {}
+    # order_by("-published_at", "-id").first(): PostgreSQL puts NULLs first when descending
+    working = max(published, key=lambda e: (e[3] is None, e[3] or _EPOCH, e[0]))
+    parents = {e[0]: e[1] for e in editions}
+    chain: list[int] = []
+    node: int | None = working[0]
+    while node is not None and node not in chain:
+        chain.append(node)
+        node = parents.get(node)
+    rank = {pk: i for i, pk in enumerate(chain)}
+    best: dict[int, tuple[int, str]] = {}
+    for question_id, edition_id, has_citation, document_id, title, doc_id, locator in (
+        KeyEntry.objects.filter(edition_id__in=chain, question_id__in=question_ids)
+        .order_by()  # unordered: the default ordering joins editions, benchmarks and questions
+        .values_list(
+            "question_id",
+            "edition_id",
+            "has_citation",
+            "citation_document_id",
+            "citation_document__short_title",
+            "citation_doc_id",
+            "citation_locator",
+        )
+    ):
+        cur = best.get(question_id)
+        if cur is not None and rank[edition_id] >= cur[0]:
+            continue
+        label = ""
+        if has_citation:
+            doc = title if document_id is not None else doc_id
+            label = f"{doc} {locator}".strip()
+        best[question_id] = (rank[edition_id], label)
+    return {q: label for q, (_, label) in best.items()}
+
+
+_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
+_STATUS_LABELS = dict(ReviewItem.Status.choices)
+_SOURCE_LABELS = dict(Source.choices)
+
+
+def queue_rows(values: list[dict], *, now, can_claim: bool) -> list[dict]:
+    """Return one display dict per row of `queue_row_values` (two queries per benchmark shown).
+
+    Keys: id, url, claim_url, qid, text (truncated to 110 characters), sources (labels),
+    citation ("—" when none), category ("—" when none), badge, status_label, claimed_by,
+    expired, claimable, priority.
+    """
+    from django.urls import reverse
+    from django.utils.text import Truncator
+
+    from review.templatetags.review_tags import status_badge
+
+    by_benchmark: dict[int, list[int]] = defaultdict(list)
+    for v in values:
+        by_benchmark[v["benchmark_id"]].append(v["question_id"])
+    labels: dict[tuple[int, int], str] = {}
+    for benchmark_id, question_ids in by_benchmark.items():
+        for q, label in _citation_labels_by_question(benchmark_id, question_ids).items():
+            labels[benchmark_id, q] = label
+    # reverse() once per page, not twice per row
+    marker = 987654321
+    item_url = reverse("review:item", args=[marker]).replace(str(marker), "{}")
+    claim_url = reverse("review:claim", args=[marker]).replace(str(marker), "{}")
+    rows = []
+    for v in values:
+        status = v["status"]
+        expires = v["claim_expires_at"]
+        expired = status == ReviewItem.Status.CLAIMED and expires is not None and expires < now
+        rows.append(
+            {
+                "id": v["id"],
+                "url": item_url.format(v["id"]),
+                "claim_url": claim_url.format(v["id"]),
+                "qid": v["qid"],
+                "text": Truncator(v["qtext"]).chars(110),
+                "sources": [_SOURCE_LABELS.get(s, s) for s in v["sources"] or ()],
+                "citation": labels.get((v["benchmark_id"], v["question_id"])) or "—",
+                "category": v["category"] or "—",
+                "badge": status_badge(status),
+                "status_label": _STATUS_LABELS.get(status, status),
+                "claimed_by": v["claimed_by_name"] or "",
+                "expired": expired,
+                "claimable": can_claim and (status == ReviewItem.Status.OPEN or expired),
+                "priority": v["priority"],
+            }
+        )
+    return rows
+
+
+def page_count_from_status_counts(filters: QueueFilters, counts: dict[str, int]) -> int | None:
+    """Return how many items `queue_items(filters)` lists, read off `status_counts(filters)`.
+
+    None when the counts cannot tell (assignee "me" depends on the user; counts ignore it).
+    """
+    if filters.assignee == "me":
+        return None
+    if filters.status == "all":
+        return sum(counts.values())
+    if filters.status:
+        return counts.get(filters.status, 0)
+    return sum(n for s, n in counts.items() if s not in ReviewItem.CLOSED)
 
 
 def filter_choices() -> dict[str, Any]:
@@ -271,9 +390,15 @@ def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], l
     for response in responses:
         rows[response.pk] = ModelRow(response.model.model_id, response.model.name, response.text)
     if entry is not None and rows:
-        grades = Grade.objects.filter(
-            response_id__in=list(rows), key_entry=entry, judge__role=Judge.Role.JUDGE
-        ).values_list("response_id", "judge__judge_id", "grade", "flag", "flag_reason")
+        # Ordered by judge only (flags keep the judge order): Grade's default ordering would
+        # join question, benchmark and model tables for nothing.
+        grades = (
+            Grade.objects.filter(
+                response_id__in=list(rows), key_entry=entry, judge__role=Judge.Role.JUDGE
+            )
+            .order_by("judge__judge_id")
+            .values_list("response_id", "judge__judge_id", "grade", "flag", "flag_reason")
+        )
         for response_id, judge_id, grade, flag, flag_reason in grades:
             row = rows[response_id]
             row.grades[judge_id] = grade

@@ -98,20 +98,25 @@ def _item_url(item) -> str:
 def queue(request: HttpRequest) -> HttpResponse:
     """List review items by priority with filters, counts per status and pagination."""
     filters = selectors.QueueFilters.from_params(request.GET)
-    qs = selectors.queue_items(filters, user=request.user)
-    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
-    items = list(page.object_list)
-    selectors.citation_labels(items)
+    counts = selectors.status_counts(filters)
+    qs = selectors.queue_row_values(selectors.queue_items(filters, user=request.user))
+    paginator = Paginator(qs, PAGE_SIZE)
+    total = selectors.page_count_from_status_counts(filters, counts)
+    if total is not None:
+        paginator.count = total  # the counts query already told: no COUNT(*) of its own
+    page = paginator.get_page(request.GET.get("page"))
+    can_claim = permissions.can_claim(request.user)
     context = {
         "filters": filters,
         "page": page,
-        "items": items,
-        "counts": selectors.status_counts(filters),
+        "rows": selectors.queue_rows(
+            list(page.object_list), now=selectors.now(), can_claim=can_claim
+        ),
+        "counts": counts,
         "statuses": ReviewItem.Status.choices,
         "sources": Source.choices,
         "query": _query_without_page(request),
-        "now": selectors.now(),
-        "can_claim": permissions.can_claim(request.user),
+        "can_claim": can_claim,
     }
     partial = request.htmx and not request.htmx.history_restore_request
     if partial:
