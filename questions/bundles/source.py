@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import zipfile
+from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
@@ -43,16 +44,18 @@ def max_zip_ratio() -> int:
     return _setting("SNAGLIST_IMPORT_MAX_ZIP_RATIO", 200)
 
 
-class BundleSource:
+class BundleSource(ABC):
     """The files of one bundle, by name (`questions.jsonl`), wherever they live."""
 
     label: str
 
-    def exists(self, name: str) -> bool:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abstractmethod
+    def exists(self, name: str) -> bool:
+        """Return True when the bundle holds a file of that name."""
 
-    def read_bytes(self, name: str) -> bytes:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abstractmethod
+    def read_bytes(self, name: str) -> bytes:
+        """Return the file's bytes (raises BundleError when it cannot be read)."""
 
 
 class FolderSource(BundleSource):
