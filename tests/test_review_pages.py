@@ -233,7 +233,8 @@ def test_full_workflow_and_edition_page_shows_diff(client, reviewer, editor, edi
     listing = client.get("/editions/demo/").content.decode()
     assert "corrected-1" in listing and "original" in listing
     history = client.get(f"/review/items/{item.pk}/").content.decode()
-    for action in ("review_item.claim", "review_item.propose", "review_item.close"):
+    # The history panel names each action in plain English (review_tags.ACTION_LABELS).
+    for action in ("claimed the item", "sent a proposal for approval", "closed the item"):
         assert action in history
 
 

@@ -147,3 +147,23 @@ def test_admin_sees_a_rescore_button_on_a_published_edition_and_a_reviewer_does_
     assert "Re-score original" in client.get(url).content.decode()
     client.force_login(reviewer)
     assert "Re-score original" not in client.get(url).content.decode()
+
+
+def test_item_history_reads_as_plain_english(client):
+    from django.core.management import call_command
+
+    from review.models import ReviewItem
+    from review.services import review_item_claim
+    from tests.conftest import DEMO_BUNDLE
+
+    call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
+    call_command("triage", benchmark="uk-construction-demo", verbosity=0)
+    user = User.objects.create_user("histo", password="x-very-long-pass-1")
+    user.groups.add(Group.objects.get(name="reviewer"))
+    item = ReviewItem.objects.order_by("-priority", "pk").first()
+    review_item_claim(item=item, user=user)
+    client.force_login(user)
+    body = client.get(f"/review/items/{item.pk}/").content.decode()
+    assert "<strong>histo</strong> claimed the item → claimed" in body
+    assert "put the item in the queue → open" in body
+    assert "review_item.claim" not in body

@@ -58,3 +58,51 @@ def source_label(value: str) -> str:
         return Source(value).label
     except ValueError:
         return value
+
+
+# What each audit-log action means to a person reading an item's history.
+ACTION_LABELS = {
+    "review_item.create": "put the item in the queue",
+    "review_item.add_evidence": "added evidence",
+    "review_item.claim": "claimed the item",
+    "review_item.renew": "renewed the claim",
+    "review_item.release": "released the item",
+    "review_item.reassign": "reassigned the item",
+    "review_item.check": "recorded a citation check",
+    "review_item.propose": "sent a proposal for approval",
+    "review_item.return": "got the item back after a rejection",
+    "review_item.close": "closed the item",
+    "citation_check.record": "recorded a citation check",
+    "proposal.create": "proposed a change",
+    "proposal.approve": "approved the proposal",
+    "proposal.reject": "rejected the proposal",
+    "proposal.withdraw": "withdrew the proposal",
+    "key_edition.create": "opened a draft key edition",
+    "key_edition.publish": "published the key edition",
+    "question.exclude": "excluded the question from scoring",
+    "user.roles": "changed a user's roles",
+}
+STATUS_LABELS = {
+    "open": "open",
+    "claimed": "claimed",
+    "proposed": "awaiting approval",
+    "confirmed": "key confirmed",
+    "corrected": "corrected",
+    "removed": "removed from scoring",
+    "pending": "pending",
+    "approved": "approved",
+    "rejected": "rejected",
+    "withdrawn": "withdrawn",
+}
+
+
+@register.filter
+def action_label(action: str) -> str:
+    """Return the plain-English phrase for an audit-log action (the raw name if unknown)."""
+    return ACTION_LABELS.get(action, action)
+
+
+@register.filter
+def status_label(status: str) -> str:
+    """Return the plain-English name of an item or proposal status."""
+    return STATUS_LABELS.get(status, status)
