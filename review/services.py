@@ -543,16 +543,7 @@ def proposal_create(
         )
         before = _item_state(locked)
         _bump(locked, status=ReviewItem.Status.PROPOSED, claim_expires_at=None)
-        audit_log(
-            actor=user,
-            action="proposal.create",
-            target_type="proposal",
-            target_id=proposal.pk,
-            target_label=f"{locked.benchmark.name}/{locked.question.question_id}",
-            benchmark_name=locked.benchmark.name,
-            before=None,
-            after=_proposal_state(proposal),
-        )
+        _log_proposal(user, "proposal.create", proposal, locked, before=None)
         _log_item(user, "review_item.propose", locked, before, proposal=proposal.pk)
     return proposal
 
@@ -592,6 +583,20 @@ def draft_edition_get_or_create(*, benchmark: Benchmark, user=None) -> KeyEditio
         after={"name": draft.name, "parent": parent.name if parent else None, "status": "draft"},
     )
     return draft
+
+
+def _log_proposal(user, action: str, proposal: Proposal, item: ReviewItem, *, before) -> None:
+    """Write the audit-log entry of a proposal's state change (same transaction as the change)."""
+    audit_log(
+        actor=user,
+        action=action,
+        target_type="proposal",
+        target_id=proposal.pk,
+        target_label=f"{item.benchmark.name}/{item.question.question_id}",
+        benchmark_name=item.benchmark.name,
+        before=before,
+        after=_proposal_state(proposal),
+    )
 
 
 def _lock_pending_for_decision(proposal: Proposal, user, verb: str, allowed) -> Proposal:
@@ -665,16 +670,7 @@ def proposal_approve(*, proposal: Proposal, user, comment: str = "") -> Proposal
         }[locked.action]
         item_before = _item_state(item)
         _bump(item, status=outcome, claim_expires_at=None, closed_at=timezone.now())
-        audit_log(
-            actor=user,
-            action="proposal.approve",
-            target_type="proposal",
-            target_id=locked.pk,
-            target_label=f"{item.benchmark.name}/{item.question.question_id}",
-            benchmark_name=item.benchmark.name,
-            before=before,
-            after=_proposal_state(locked),
-        )
+        _log_proposal(user, "proposal.approve", locked, item, before=before)
         _log_item(user, "review_item.close", item, item_before, proposal=locked.pk)
     return locked
 
@@ -701,16 +697,7 @@ def proposal_reject(*, proposal: Proposal, user, comment: str) -> Proposal:
             claimed_at=now,
             claim_expires_at=_claim_deadline(now),
         )
-        audit_log(
-            actor=user,
-            action="proposal.reject",
-            target_type="proposal",
-            target_id=locked.pk,
-            target_label=f"{item.benchmark.name}/{item.question.question_id}",
-            benchmark_name=item.benchmark.name,
-            before=before,
-            after=_proposal_state(locked),
-        )
+        _log_proposal(user, "proposal.reject", locked, item, before=before)
         _log_item(user, "review_item.return", item, item_before, proposal=locked.pk)
     return locked
 
@@ -728,16 +715,7 @@ def proposal_withdraw(*, proposal: Proposal, user) -> Proposal:
         item = _lock_item(locked.item)
         item_before = _item_state(item)
         _bump(item, status=ReviewItem.Status.CLAIMED, claim_expires_at=_claim_deadline())
-        audit_log(
-            actor=user,
-            action="proposal.withdraw",
-            target_type="proposal",
-            target_id=locked.pk,
-            target_label=f"{item.benchmark.name}/{item.question.question_id}",
-            benchmark_name=item.benchmark.name,
-            before=before,
-            after=_proposal_state(locked),
-        )
+        _log_proposal(user, "proposal.withdraw", locked, item, before=before)
         _log_item(user, "review_item.return", item, item_before, proposal=locked.pk)
     return locked
 

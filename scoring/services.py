@@ -822,6 +822,53 @@ def _wanted_threads(work: Sequence[tuple], judges: dict[int, Judge]) -> int:
     return max(1, total)
 
 
+class _ChunkThreads:
+    """Extra threads that help the chunk's own thread settle its pairs.
+
+    At most `_wanted_threads(work, judges) - 1` helpers, each taking one of the process's
+    permits (SNAGLIST_JUDGE_THREADS caps threads, and so database connections, per worker),
+    and one only while the chunk has PAIRS_PER_THREAD pending pairs per thread, so a
+    helper's database connection serves several pairs. `target` is the drain loop a helper
+    runs; its connection is closed when it ends. Only the chunk's own thread calls top_up.
+    """
+
+    def __init__(self, run: ScoringRun, work: Sequence[tuple], judges: dict[int, Judge], target) -> None:
+        self.wanted = _wanted_threads(work, judges) if len(work) > 1 else 1
+        self.permits = _thread_permits()
+        self.pool = (
+            ThreadPoolExecutor(max_workers=self.wanted - 1, thread_name_prefix=f"run{run.pk}-chunk")
+            if self.wanted > 1
+            else None
+        )
+        self.count = 0
+        self._target = target
+
+    def _helper(self) -> None:
+        from django.db import connection
+
+        try:
+            self._target()
+        finally:
+            self.permits.release()
+            connection.close()
+
+    def top_up(self, pending: int) -> None:
+        """Add helpers while `pending` pairs justify them and the process has permits."""
+        while (
+            self.pool is not None
+            and self.count < self.wanted - 1
+            and pending >= PAIRS_PER_THREAD * (self.count + 1)
+            and self.permits.acquire(blocking=False)
+        ):
+            self.count += 1
+            self.pool.submit(self._helper)
+
+    def shutdown(self) -> None:
+        """Wait for the helpers to finish."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+
+
 def settle_chunk(
     *,
     run: ScoringRun,
@@ -903,35 +950,12 @@ def settle_chunk(
             with lock:
                 outcome.unavailable.append(list(key))
 
-    wanted = _wanted_threads(work, judges) if len(work) > 1 else 1
-    permits = _thread_permits()
-    pool = ThreadPoolExecutor(max_workers=wanted - 1, thread_name_prefix=f"run{run.pk}-chunk") if wanted > 1 else None
-    helpers = [0]
-
-    def helper() -> None:
-        from django.db import connection
-
-        try:
-            drain(main=False)
-        finally:
-            permits.release()
-            connection.close()
-
-    def top_up() -> None:
-        # Add a thread while the chunk has work for it (PAIRS_PER_THREAD pairs each, so a
-        # thread's database connection serves several pairs) and the process has permits.
-        while (
-            pool is not None and helpers[0] < wanted - 1
-            and len(queue) >= PAIRS_PER_THREAD * (helpers[0] + 1)
-            and permits.acquire(blocking=False)
-        ):
-            helpers[0] += 1
-            pool.submit(helper)
+    threads = _ChunkThreads(run, work, judges, lambda: drain(main=False))
 
     def drain(*, main: bool) -> None:
         while not stop.is_set():
             if main:
-                top_up()
+                threads.top_up(len(queue))
             with lock:
                 if not queue:
                     return
@@ -954,8 +978,7 @@ def settle_chunk(
     try:
         drain(main=True)
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
+        threads.shutdown()
     if errors:
         raise errors[0]
     return outcome
@@ -1196,40 +1219,18 @@ def _grade_chunk_batched(
     taken = [0]
     stop = threading.Event()
     errors: list[BaseException] = []
-    wanted = _wanted_threads(absent, judges) if len(absent) > 1 else 1
-    permits = _thread_permits()
-    pool = (ThreadPoolExecutor(max_workers=wanted - 1, thread_name_prefix=f"run{run.pk}-chunk")
-            if wanted > 1 else None)
-    helpers = [0]
-
-    def helper() -> None:
-        from django.db import connection
-
-        try:
-            drain(main=False)
-        finally:
-            permits.release()
-            connection.close()
-
-    def top_up() -> None:
-        while (
-            pool is not None and helpers[0] < wanted - 1
-            and len(queue) >= PAIRS_PER_THREAD * (helpers[0] + 1)
-            and permits.acquire(blocking=False)
-        ):
-            helpers[0] += 1
-            pool.submit(helper)
+    threads = _ChunkThreads(run, absent, judges, lambda: drain(main=False))
 
     def next_group() -> list[tuple]:
         with lock:
-            share = max(1, min(CLAIM_BATCH, len(queue) // (helpers[0] + 1)))
+            share = max(1, min(CLAIM_BATCH, len(queue) // (threads.count + 1)))
             return [queue.pop() for _ in range(min(share, len(queue)))]
 
     def drain(*, main: bool) -> None:
         try:
             while not stop.is_set():
                 if main:
-                    top_up()
+                    threads.top_up(len(queue))
                 group = next_group()
                 if not group:
                     return
@@ -1266,8 +1267,7 @@ def _grade_chunk_batched(
     try:
         drain(main=True)
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
+        threads.shutdown()
     if errors:
         try:  # keep what was paid for: settle the pairs that finished before the error
             settler.flush()
