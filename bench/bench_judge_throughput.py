@@ -73,10 +73,70 @@ def peak_rss_mb(pid: int) -> float:
     return total / 1024
 
 
+def pss_mb(pid: int) -> float:
+    """Return the proportional set size (Pss) of a process and its children, in MiB: pages
+    shared by the prefork pool's processes (forked after the imports) are split between them,
+    so the sum is the pool's real memory, where the sum of VmHWM counts shared pages twice."""
+    total = 0
+    for p in family(pid):
+        try:
+            m = re.search(r"^Pss:\s+(\d+) kB", Path(f"/proc/{p}/smaps_rollup").read_text(), re.MULTILINE)
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        total += int(m.group(1)) if m else 0
+    return total / 1024
+
+
+class PeakPss:
+    """Sample the worker family's Pss every 0.2 s on a thread; `peak` is the largest sum seen."""
+
+    def __init__(self, pid: int) -> None:
+        import threading
+
+        self.pid, self.peak = pid, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self.peak = max(self.peak, pss_mb(self.pid))
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, pss_mb(self.pid))
+        return self.peak
+
+
 def cpu_seconds(pid: int) -> float:
     """Return user + system CPU seconds used so far by a process (all its threads)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu_seconds() -> dict[str, float]:
+    """Return CPU seconds used so far by PostgreSQL's processes, redis-server and this process."""
+    totals = {"postgres": 0.0, "redis": 0.0}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+            used = cpu_seconds(int(entry.name))
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        if comm.startswith("postgres"):
+            totals["postgres"] += used
+        elif comm.startswith("redis-server"):
+            totals["redis"] += used
+    totals["bench"] = cpu_seconds(os.getpid())
+    # The whole machine (from /proc/stat: every CPU's busy time), which also counts the
+    # PostgreSQL backends that ended during the window (their own readings go with them).
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    totals["machine"] = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    return totals
 
 
 def in_flight(times: list[float], latency: float) -> tuple[int, float]:
@@ -207,12 +267,16 @@ def run(args: argparse.Namespace) -> dict:
         server.reset()
         seen: dict[int, float] = {}
         cpu0 = family_cpu_seconds(worker.process.pid, seen)
+        others0 = machine_cpu_seconds()
+        pss = PeakPss(worker.process.pid)
         started = time.monotonic()
         worker.send("scoring.run_start", run_obj.pk)
         run_obj = worker.wait_for_run(run_obj.pk, timeout=args.timeout)
         wall = time.monotonic() - started
         rss = peak_rss_mb(worker.process.pid)
+        peak_pss = pss.stop()
         cpu = family_cpu_seconds(worker.process.pid, seen) - cpu0
+        others = {k: v - others0[k] for k, v in machine_cpu_seconds().items()}
         peak, mean = in_flight([r["t"] for r in server.requests], args.latency)
 
         calls = len(server.requests)
@@ -232,8 +296,14 @@ def run(args: argparse.Namespace) -> dict:
             "floor_s": floor,
             "ratio": wall / floor if floor else float("nan"),
             "rss_mb": rss,
+            "pss_mb": peak_pss,
             "worker_cpu_s": cpu,
             "cpu_ms_per_call": 1000 * cpu / max(1, calls),
+            "postgres_cpu_s": others["postgres"],
+            "redis_cpu_s": others["redis"],
+            "bench_cpu_s": others["bench"],
+            "machine_cpu_s": others["machine"],
+            "machine_busy": others["machine"] / (wall * (os.cpu_count() or 1)),
             "peak_in_flight": peak,
             "mean_in_flight": mean,
             "cpus": os.cpu_count(),

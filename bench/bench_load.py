@@ -32,7 +32,6 @@ import random
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter, defaultdict

@@ -5,9 +5,25 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("snaglist")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def warm_imports(**_: object) -> None:
+    """Import what the first judge call needs once, at worker start (before the prefork pool
+    forks, so its processes share the pages), not inside the first run: the SDKs and their
+    aiohttp transport take about a second to import. The statistics stack (the leaderboard
+    refresh) stays lazy: ~100 MB that only the process refreshing a board needs."""
+    import importlib
+
+    for name in ("openai", "anthropic", "aiohttp", "openai._vendor.httpx_aiohttp"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional transport that is not installed
+            pass

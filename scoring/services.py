@@ -989,7 +989,7 @@ def settle_chunk(
 # A grade run settles finished pairs in batches: every SETTLE_BATCH pairs or SETTLE_SECONDS,
 # whichever comes first, one transaction writes their grades (one INSERT), moves their items
 # and ledger rows (one UPDATE per distinct state) and bumps the run counters once.
-SETTLE_BATCH = 10
+SETTLE_BATCH = 32
 SETTLE_SECONDS = 0.2
 # A thread claims up to this many of the chunk's pairs with one conditional UPDATE; a pair
 # claimed but not yet called when its worker dies only waits out its lease (no ledger row).
@@ -1076,6 +1076,15 @@ class _BatchSettler:
             batch, self.pending = self.pending, []
         self.write(batch)
 
+    def flush_if_due(self) -> None:
+        """Write the pending batch if its first pair has waited SETTLE_SECONDS."""
+        import time
+
+        with self.lock:
+            due = bool(self.pending) and time.monotonic() - self.since >= SETTLE_SECONDS
+        if due:
+            self.flush()
+
     def flush(self) -> None:
         with self.lock:
             batch, self.pending = self.pending, []
@@ -1134,6 +1143,29 @@ class _BatchSettler:
                 self.outcome.count(d.state)
 
 
+def _grading_input(entry: tuple, scale: list) -> Any:
+    """Return the GradingInput for a work entry (question, key answer, citation, response)."""
+    from scoring.judges import GradingInput
+
+    _, _, key_entry, response, _, _ = entry
+    return GradingInput(
+        question=key_entry.question.text,
+        key_answer=key_entry.answer,
+        citation_text=citation_text(key_entry),
+        response=response.text,
+        scale=scale,
+    )
+
+
+def _started_call(run: ScoringRun, entry: tuple) -> JudgeCall:
+    """Return an unsaved "started" ledger row for the entry's call."""
+    _, judge, key_entry, response, _, _ = entry
+    return JudgeCall(
+        run=run, judge=judge, response=response, key_entry=key_entry,
+        prompt_version=judge.prompt_version, outcome=JudgeCall.Outcome.STARTED,
+    )
+
+
 def _grade_one(
     run: ScoringRun, entry: tuple, backend: Any, final_attempt: bool, scale: list
 ) -> _Finished:
@@ -1142,36 +1174,43 @@ def _grade_one(
     Raises PairUnavailable (pair released, ledger row "retry") while retries remain, and
     database errors (pair released).
     """
-    from scoring.judges import GradingInput, JudgeConfigError, JudgeUnavailable
+    call = _started_call(run, entry)
+    call.save(force_insert=True)
+    try:
+        result = backend.grade(_grading_input(entry, scale))
+    except Exception as exc:  # noqa: BLE001 - classified by _finished_pair
+        return _finished_pair(run, entry, call, final_attempt, error=exc)
+    return _finished_pair(run, entry, call, final_attempt, result=result)
+
+
+def _finished_pair(
+    run: ScoringRun, entry: tuple, call: JudgeCall, final_attempt: bool, *,
+    result: Any = None, error: BaseException | None = None,
+) -> _Finished:
+    """Turn a judge's answer (`result`, a GradeResult) or its failure (`error`) into what to
+    settle for the pair.
+
+    JudgeUnavailable while retries remain: the pair is released, its ledger row marked
+    "retry", and PairUnavailable raised. A bad configuration or a backend bug fails the pair
+    with the reason. A database error releases the pair and is raised again.
+    """
+    from scoring.judges import JudgeConfigError, JudgeUnavailable
 
     key, judge, key_entry, response, item, _ = entry
-    call = JudgeCall.objects.create(
-        run=run, judge=judge, response=response, key_entry=key_entry,
-        prompt_version=judge.prompt_version, outcome=JudgeCall.Outcome.STARTED,
-    )
     failed = RunItem.State.FAILED
-    try:
-        result = backend.grade(
-            GradingInput(
-                question=key_entry.question.text,
-                key_answer=key_entry.answer,
-                citation_text=citation_text(key_entry),
-                response=response.text,
-                scale=scale,
-            )
-        )
-    except JudgeUnavailable as exc:
+    if isinstance(error, JudgeUnavailable):
         if not final_attempt:
-            _judge_failed(run, item, call, str(exc), retryable=True)  # raises PairUnavailable
-        return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, str(exc))
-    except JudgeConfigError as exc:
-        return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"configuration: {exc}")
-    except Exception as exc:  # noqa: BLE001 - a backend bug fails this pair, not the chunk
-        if _is_database_error(exc):
+            _judge_failed(run, item, call, str(error), retryable=True)  # raises PairUnavailable
+        return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, str(error))
+    if isinstance(error, JudgeConfigError):
+        return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"configuration: {error}")
+    if error is not None:
+        if _is_database_error(error):
             _release(item)
-            raise
-        logger.exception("judge %s raised on response %s", judge.judge_id, response.pk)
-        return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"{type(exc).__name__}: {exc}")
+            raise error
+        # A backend bug fails this pair, not the chunk.
+        logger.error("judge %s raised on response %s", judge.judge_id, response.pk, exc_info=error)
+        return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"{type(error).__name__}: {error}")
 
     state = RunItem.State.GRADED if result.grade is not None else RunItem.State.UNPARSED
     rationale = result.rationale or ""
@@ -1212,6 +1251,18 @@ def _grade_chunk_batched(
             settler.add(_Finished(entry[4].pk, RunItem.State.REUSED, None, "", "grade already present"))
     settler.flush()
     if not absent:
+        return outcome
+    if _async_ready(absent, backends):
+        try:
+            _grade_async(run=run, absent=absent, judges=judges, backends=backends,
+                         final_attempt=final_attempt, outcome=outcome, settler=settler)
+        except BaseException:
+            try:  # keep what was paid for: settle the pairs that finished before the error
+                settler.flush()
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                logger.exception("run %s: settling finished pairs after an error failed", run.pk)
+            raise
+        settler.flush()
         return outcome
 
     scale = list(run.benchmark.grade_scale or [0, 1, 2])
@@ -1276,6 +1327,133 @@ def _grade_chunk_batched(
         raise errors[0]
     settler.flush()
     return outcome
+
+
+# -- grading a chunk on the judge event loop ---------------------------------------------------
+
+# The async path claims up to this many of a judge's pairs with one UPDATE; a claimed pair
+# waits here at most until one of the judge's calls ends before its own call starts.
+ASYNC_CLAIM_BATCH = 32
+# How often the async path asks the database whether the run was cancelled.
+STOP_CHECK_SECONDS = 0.5
+
+
+def _async_ready(work: Sequence[tuple], backends: dict[int, Any]) -> bool:
+    """True when every pair's backend can grade on the judge event loop (the openai and
+    anthropic backends over their own transport); the reference judge, a refused
+    configuration and test doubles take the threaded path."""
+    return all(getattr(backends[entry[0][1]], "supports_async", False) for entry in work)
+
+
+def _judge_window(judge: Judge, pending: int) -> int:
+    """Return how many of a judge's calls one chunk keeps in flight: its `concurrency`
+    (DEFAULT_JUDGE_CONCURRENCY if unset), no more than it has pairs, at least 1."""
+    limit = (judge.backend_settings or {}).get("concurrency") or DEFAULT_JUDGE_CONCURRENCY
+    return max(1, min(pending, int(limit)))
+
+
+def _grade_async(
+    *, run: ScoringRun, absent: list[tuple], judges: dict[int, Judge], backends: dict[int, Any],
+    final_attempt: bool, outcome: ChunkOutcome, settler: _BatchSettler,
+) -> None:
+    """Grade a chunk's pairs with their calls in flight on the judge event loop.
+
+    This thread does all the database work, in batches, and the loop only the HTTP:
+    - each judge keeps up to `_judge_window` calls in flight for this chunk (its Redis
+      limiter still caps it across workers, and the backend's semaphore per process);
+    - pairs are claimed ASYNC_CLAIM_BATCH at a time by one conditional UPDATE (pairs leased
+      elsewhere go to `busy`), and their unfinished earlier calls are marked lost;
+    - every call still gets its own "started" ledger row, committed before the call is
+      submitted; the rows of the calls submitted together are one INSERT;
+    - finished pairs go to `settler` (grade, ledger, items, counters in one transaction);
+    - the run is checked for a cancel every STOP_CHECK_SECONDS: then nothing more is
+      submitted, the calls in flight are waited for and settled (they are paid), and pairs
+      claimed but not called are released.
+    On an error here (database, soft time limit) the calls still in flight are cancelled:
+    their pairs keep lease and "started" row and count as lost when claimed again.
+    """
+    import queue
+    import time
+    from collections import deque
+
+    from scoring.judges import aio
+
+    scale = list(run.benchmark.grade_scale or [0, 1, 2])
+    pending: dict[int, deque] = {}
+    for entry in absent:
+        pending.setdefault(entry[0][1], deque()).append(entry)
+    window = {jid: _judge_window(judges[jid], len(q)) for jid, q in pending.items()}
+    ready: dict[int, deque] = {jid: deque() for jid in pending}
+    in_flight = dict.fromkeys(pending, 0)
+    done: queue.SimpleQueue = queue.SimpleQueue()
+    futures: set = set()
+    stopped = False
+    next_check = time.monotonic() + STOP_CHECK_SECONDS
+
+    def claim(jid: int, room: int) -> None:
+        q = pending[jid]
+        group = [q.popleft() for _ in range(min(len(q), max(room, ASYNC_CLAIM_BATCH)))]
+        claimed = _claim_many([e[4].pk for e in group])
+        mine = [e for e in group if e[4].pk in claimed]
+        outcome.busy.extend(list(e[0]) for e in group if e[4].pk not in claimed)
+        _mark_lost_many([(e[1], e[0][0], e[0][2]) for e in mine])
+        ready[jid].extend(mine)
+
+    def submit() -> None:
+        launch: list[tuple] = []
+        for jid in pending:
+            room = window[jid] - in_flight[jid]
+            if room <= 0:
+                continue
+            if len(ready[jid]) < room and pending[jid]:
+                claim(jid, room)
+            take = min(room, len(ready[jid]))
+            launch.extend(ready[jid].popleft() for _ in range(take))
+            in_flight[jid] += take
+        if not launch:
+            return
+        calls = JudgeCall.objects.bulk_create([_started_call(run, e) for e in launch])
+        for entry, call in zip(launch, calls, strict=True):
+            future = aio.submit(backends[entry[0][1]].agrade(_grading_input(entry, scale)))
+            futures.add(future)
+            future.add_done_callback(lambda f, entry=entry, call=call: done.put((entry, call, f)))
+
+    def settle(entry: tuple, call: JudgeCall, future: Any) -> None:
+        futures.discard(future)
+        in_flight[entry[0][1]] -= 1
+        error = future.exception()
+        try:
+            settler.add(_finished_pair(run, entry, call, final_attempt,
+                                       result=None if error else future.result(), error=error))
+        except PairUnavailable:
+            outcome.unavailable.append(list(entry[0]))
+
+    try:
+        while True:
+            if not stopped:
+                submit()
+            if not any(in_flight.values()):
+                if stopped or not any(pending.values()) and not any(ready.values()):
+                    break
+                continue
+            try:
+                settle(*done.get(timeout=SETTLE_SECONDS))
+                while True:
+                    settle(*done.get_nowait())
+            except queue.Empty:
+                settler.flush_if_due()
+            if not stopped and time.monotonic() >= next_check:
+                next_check = time.monotonic() + STOP_CHECK_SECONDS
+                stopped = _run_stopped(run)
+                outcome.stopped = stopped
+    except BaseException:
+        for future in list(futures):
+            future.cancel()
+        raise
+    finally:
+        for q in ready.values():
+            for entry in q:
+                _release(entry[4])
 
 
 def _present_results(run: ScoringRun, keys: Sequence[tuple], judges: dict[int, Judge]) -> set[tuple]:

@@ -3,6 +3,9 @@
 tests/test_judges.py covers the same rules with an in-process mock transport;
 here the SDKs' own transports, connection pools, header handling and error
 classes run end to end against tests/judge_server.py. No database.
+
+Every case runs twice: `grade` (sync SDK client over httpx, the threaded path) and
+`agrade` on the judge event loop (async SDK client over aiohttp, the path grade runs use).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import openai  # noqa: F401
 import pytest
 
 import tests.judge_server as loopback
-from scoring.judges import GradingInput, JudgeConfigError, JudgeUnavailable, get_backend
+from scoring.judges import GradingInput, JudgeConfigError, JudgeUnavailable, aio, get_backend
 from tests.judge_server import (
     GOOD_GRADE,
     JudgeServer,
@@ -48,6 +51,25 @@ def secret_env(monkeypatch: pytest.MonkeyPatch) -> str:
     return SECRET
 
 
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> Any:
+    """How a test calls its backends: "sync" (grade) or "async" (agrade on the judge loop).
+    Backends made by `backend()` are closed after the test (their connection pools)."""
+    yield request.param
+    while _MADE:
+        _MADE.pop().close()
+
+
+_MADE: list[Any] = []
+
+
+def grade(b: Any, mode: str) -> Any:
+    """Return b.grade(INPUT), or the same through agrade on the judge event loop."""
+    if mode == "async":
+        return aio.run(b.agrade(INPUT), timeout=30)
+    return b.grade(INPUT)
+
+
 class Sleeps(list):
     """Record the backend's retry delays, and really sleep them (they are tiny)."""
 
@@ -69,7 +91,9 @@ def backend(sdk: str, server: JudgeServer, sleeps: Sleeps | None = None, **extra
         "timeout": 5.0,
         **extra,
     }
-    return get_backend(config, sleep=sleeps)
+    made = get_backend(config, sleep=sleeps)
+    _MADE.append(made)
+    return made
 
 
 def expected_path(sdk: str) -> str:
@@ -84,9 +108,9 @@ def assert_no_secret(server: JudgeServer, *texts: str) -> None:
 
 
 @pytest.mark.parametrize("sdk", SDKS)
-def test_good_json_grade(sdk: str, judge_server: JudgeServer, secret_env: str) -> None:
+def test_good_json_grade(sdk: str, judge_server: JudgeServer, secret_env: str, mode: str) -> None:
     judge_server.script(ok(GOOD_GRADE))
-    result = backend(sdk, judge_server).grade(INPUT)
+    result = grade(backend(sdk, judge_server), mode)
     assert (result.grade, result.parse_error) == (2, None)
     assert result.rationale == "matches the key"
     assert result.raw_output == GOOD_GRADE
@@ -105,11 +129,11 @@ def test_good_json_grade(sdk: str, judge_server: JudgeServer, secret_env: str) -
 
 @pytest.mark.parametrize("sdk", SDKS)
 def test_429_with_retry_after_then_200(
-    sdk: str, judge_server: JudgeServer, secret_env: str
+    sdk: str, judge_server: JudgeServer, secret_env: str, mode: str
 ) -> None:
     judge_server.script(status(429, retry_after="1"), ok())
     sleeps = Sleeps()
-    result = backend(sdk, judge_server, sleeps).grade(INPUT)
+    result = grade(backend(sdk, judge_server, sleeps), mode)
     assert result.grade == 2
     assert len(judge_server.requests) == 2
     # Retry-After: 1 is honoured, clamped to max_delay (no jitter).
@@ -117,10 +141,10 @@ def test_429_with_retry_after_then_200(
 
 
 @pytest.mark.parametrize("sdk", SDKS)
-def test_500_then_200(sdk: str, judge_server: JudgeServer, secret_env: str) -> None:
+def test_500_then_200(sdk: str, judge_server: JudgeServer, secret_env: str, mode: str) -> None:
     judge_server.script(status(500), ok())
     sleeps = Sleeps()
-    result = backend(sdk, judge_server, sleeps).grade(INPUT)
+    result = grade(backend(sdk, judge_server, sleeps), mode)
     assert result.grade == 2
     assert len(judge_server.requests) == 2
     assert len(sleeps) == 1 and 0.0 <= sleeps[0] <= 0.01  # full jitter under base_delay
@@ -128,27 +152,27 @@ def test_500_then_200(sdk: str, judge_server: JudgeServer, secret_env: str) -> N
 
 @pytest.mark.parametrize("sdk", SDKS)
 def test_cut_off_then_good_asks_with_a_bigger_budget(
-    sdk: str, judge_server: JudgeServer, secret_env: str
+    sdk: str, judge_server: JudgeServer, secret_env: str, mode: str
 ) -> None:
     judge_server.script(cut_off(), ok())
-    result = backend(sdk, judge_server).grade(INPUT)
+    result = grade(backend(sdk, judge_server), mode)
     assert (result.grade, result.parse_error) == (2, None)
     first, second = judge_server.max_tokens()
     assert second > first == 300
 
 
 @pytest.mark.parametrize("sdk", SDKS)
-def test_cut_off_twice_is_truncated(sdk: str, judge_server: JudgeServer, secret_env: str) -> None:
+def test_cut_off_twice_is_truncated(sdk: str, judge_server: JudgeServer, secret_env: str, mode: str) -> None:
     judge_server.script(cut_off(), cut_off())
-    result = backend(sdk, judge_server).grade(INPUT)
+    result = grade(backend(sdk, judge_server), mode)
     assert result.grade is None and result.parse_error and "truncated" in result.parse_error
     assert len(judge_server.requests) == 2
 
 
 @pytest.mark.parametrize("sdk", SDKS)
-def test_refusal_gives_no_grade(sdk: str, judge_server: JudgeServer, secret_env: str) -> None:
+def test_refusal_gives_no_grade(sdk: str, judge_server: JudgeServer, secret_env: str, mode: str) -> None:
     judge_server.script(refusal())
-    result = backend(sdk, judge_server).grade(INPUT)
+    result = grade(backend(sdk, judge_server), mode)
     assert result.grade is None
     assert result.parse_error and "refusal" in result.parse_error
     assert len(judge_server.requests) == 1
@@ -156,10 +180,10 @@ def test_refusal_gives_no_grade(sdk: str, judge_server: JudgeServer, secret_env:
 
 @pytest.mark.parametrize("sdk", SDKS)
 def test_malformed_output_gives_no_grade(
-    sdk: str, judge_server: JudgeServer, secret_env: str
+    sdk: str, judge_server: JudgeServer, secret_env: str, mode: str
 ) -> None:
     judge_server.script(malformed())
-    result = backend(sdk, judge_server).grade(INPUT)
+    result = grade(backend(sdk, judge_server), mode)
     assert result.grade is None and result.parse_error
     assert result.raw_output == malformed().content
     assert len(judge_server.requests) == 1
@@ -167,12 +191,12 @@ def test_malformed_output_gives_no_grade(
 
 @pytest.mark.parametrize("sdk", SDKS)
 def test_persistent_500_is_unavailable_after_the_cap(
-    sdk: str, judge_server: JudgeServer, secret_env: str
+    sdk: str, judge_server: JudgeServer, secret_env: str, mode: str
 ) -> None:
     judge_server.default = status(500, message=f"upstream exploded for key {SECRET}")
     sleeps = Sleeps()
     with pytest.raises(JudgeUnavailable) as caught:
-        backend(sdk, judge_server, sleeps, max_retries=2).grade(INPUT)
+        grade(backend(sdk, judge_server, sleeps, max_retries=2), mode)
     assert len(judge_server.requests) == 3  # 1 try + max_retries
     assert len(sleeps) == 2
     assert "500" in str(caught.value)
@@ -182,13 +206,13 @@ def test_persistent_500_is_unavailable_after_the_cap(
 
 @pytest.mark.parametrize("sdk", SDKS)
 def test_401_is_a_config_error_without_retry(
-    sdk: str, judge_server: JudgeServer, secret_env: str
+    sdk: str, judge_server: JudgeServer, secret_env: str, mode: str
 ) -> None:
     # Real APIs echo (part of) the key back in 401 bodies.
     judge_server.script(status(401, message=f"Incorrect API key provided: {SECRET}"), ok())
     sleeps = Sleeps()
     with pytest.raises(JudgeConfigError) as caught:
-        backend(sdk, judge_server, sleeps).grade(INPUT)
+        grade(backend(sdk, judge_server, sleeps), mode)
     assert len(judge_server.requests) == 1
     assert sleeps == []
     assert "401" in str(caught.value)
@@ -198,10 +222,10 @@ def test_401_is_a_config_error_without_retry(
 
 @pytest.mark.parametrize("sdk", SDKS)
 def test_key_never_reaches_the_result_or_the_server_record(
-    sdk: str, judge_server: JudgeServer, secret_env: str
+    sdk: str, judge_server: JudgeServer, secret_env: str, mode: str
 ) -> None:
     judge_server.script(ok(GOOD_GRADE))
-    result = backend(sdk, judge_server).grade(INPUT)
+    result = grade(backend(sdk, judge_server), mode)
     assert_no_secret(
         judge_server, result.raw_output, result.rationale, result.flag_reason, repr(result)
     )
@@ -209,18 +233,20 @@ def test_key_never_reaches_the_result_or_the_server_record(
 
 @pytest.mark.parametrize("sdk", SDKS)
 def test_slow_reply_beyond_the_timeout_is_retried(
-    sdk: str, judge_server: JudgeServer, secret_env: str
+    sdk: str, judge_server: JudgeServer, secret_env: str, mode: str
 ) -> None:
     judge_server.script(slow(0.6), ok())
-    result = backend(sdk, judge_server, Sleeps(), timeout=0.3).grade(INPUT)
+    result = grade(backend(sdk, judge_server, Sleeps(), timeout=0.3), mode)
     assert result.grade == 2
     assert len(judge_server.requests) == 2
 
 
-def test_fixed_latency_applies_to_every_reply(judge_server: JudgeServer, secret_env: str) -> None:
+def test_fixed_latency_applies_to_every_reply(
+    judge_server: JudgeServer, secret_env: str, mode: str
+) -> None:
     judge_server.latency = 0.1
     b = backend("openai", judge_server)
     started = time.monotonic()
-    assert b.grade(INPUT).grade == 2
-    assert b.grade(INPUT).grade == 2
+    assert grade(b, mode).grade == 2
+    assert grade(b, mode).grade == 2
     assert time.monotonic() - started >= 0.2

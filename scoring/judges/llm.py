@@ -1,14 +1,16 @@
 """Judge backends that call a hosted model through the official openai / anthropic SDKs.
 
-The API key is read from os.environ[config.api_key_env] at each call and handed
-straight to a short-lived SDK client (cheap: it wraps the backend's pooled httpx client,
-which is built once per backend and shared by threads); it is never stored on the backend, logged,
-or put into raw_output or exception text (exception text is redacted, and
-raised errors carry no chained SDK exception).
+The API key is read from os.environ[config.api_key_env] at each call. The sync path hands
+it to a short-lived SDK client (cheap: it wraps the backend's pooled httpx client, built once
+per backend and shared by threads); the async path (`agrade`, on the judge event loop of
+scoring.judges.aio) keeps one async SDK client per backend while the variable's value stays
+the same. The key is never written to the database, logged, or put into raw_output or
+exception text (exception text is redacted, and raised errors carry no chained SDK exception).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import threading
@@ -29,6 +31,7 @@ from .prompts import (
 from .retry import (
     Failure,
     RetryPolicy,
+    acall_with_retries,
     call_with_retries,
     is_transient_status,
     parse_retry_after,
@@ -71,6 +74,8 @@ class ChatBackend(JudgeBackend):
         self._http_client = http_client
         self._owns_http_client = http_client is None
         self._http_lock = threading.Lock()
+        # The event-loop side (see `agrade`): built on the judge loop's thread, used only there.
+        self._aio: _AsyncState | None = None
         self.policy = RetryPolicy(
             max_retries=config.max_retries,
             base_delay=config.base_delay,
@@ -78,6 +83,7 @@ class ChatBackend(JudgeBackend):
         )
         if sleep is not None:
             self.policy.sleep = sleep
+            self.policy.asleep = _as_coroutine(sleep)
         if rng is not None:
             self.policy.rng = rng
         self.limiter = limiter or NullLimiter()
@@ -88,10 +94,27 @@ class ChatBackend(JudgeBackend):
         )
 
     def close(self) -> None:
-        """Close the pooled HTTP client if this backend created it (an injected one is left open)."""
+        """Close the pooled HTTP clients this backend created (an injected one is left open)."""
         if self._owns_http_client and self._http_client is not None:
             self._http_client.close()
             self._http_client = None
+        state, self._aio = self._aio, None
+        if state is None or state.loop.is_closed():
+            return
+        try:
+            on_loop = asyncio.get_running_loop() is state.loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            state.loop.create_task(state.http_client.aclose())
+        elif state.loop.is_running():
+            asyncio.run_coroutine_threadsafe(state.http_client.aclose(), state.loop).result(5)
+
+    @property
+    def supports_async(self) -> bool:
+        """True when `agrade` can be used: the backend owns its transport (tests that inject a
+        sync `http_client` get the sync path only)."""
+        return self._owns_http_client
 
     def _pooled_http_client(self, factory: Callable[[], Any]) -> Any:
         """Return the backend's httpx client (one connection pool), built once, thread-safely."""
@@ -103,7 +126,10 @@ class ChatBackend(JudgeBackend):
 
     def grade(self, inp: GradingInput) -> GradeResult:
         """Return the model's grade; grade None with parse_error when its reply is unusable."""
-        reply = self._complete_with_budget(render_judge_prompt(inp))
+        return self._grade_result(self._complete_with_budget(render_judge_prompt(inp)), inp)
+
+    @staticmethod
+    def _grade_result(reply: Completion, inp: GradingInput) -> GradeResult:
         grade, fields, error = parse_grade(reply.text, inp.scale, stop_reason=reply.stop_reason)
         return GradeResult(
             grade=grade,
@@ -115,6 +141,18 @@ class ChatBackend(JudgeBackend):
             prompt_version=JUDGE_PROMPT_VERSION,
             parse_error=error,
         )
+
+    async def agrade(self, inp: GradingInput) -> GradeResult:
+        """`grade` as a coroutine, for the judge event loop (scoring.judges.aio).
+
+        Same prompt, parsing, retries and limits; the call goes through the SDK's async
+        client, and at most `concurrency` calls of this backend per process wait on the
+        shared Redis limiter at once (the others wait on a local semaphore, at no cost).
+        """
+        state = self._async_state()
+        async with state.local_slots:
+            reply = await self._acomplete_with_budget(render_judge_prompt(inp), state)
+        return self._grade_result(reply, inp)
 
     def audit(self, inp: AuditInput) -> AuditResult:
         """Return the model's verdict; verdict None with parse_error when its reply is unusable."""
@@ -144,6 +182,34 @@ class ChatBackend(JudgeBackend):
                 return self._complete(prompt, max_tokens, self._api_key())
 
         return call_with_retries(attempt, self._classify, self.policy)
+
+    async def _acomplete_with_budget(self, prompt: str, state: _AsyncState) -> Completion:
+        reply = await self._acomplete_retrying(prompt, self.config.max_tokens, state)
+        if is_truncated(reply.stop_reason):
+            reply = await self._acomplete_retrying(
+                prompt, self.config.max_tokens * TRUNCATION_BUDGET_FACTOR, state
+            )
+        return reply
+
+    async def _acomplete_retrying(self, prompt: str, max_tokens: int, state: _AsyncState) -> Completion:
+        async def attempt() -> Completion:
+            async with self.limiter.aslot(timeout=self.limiter_timeout):
+                return await self._acomplete(state.client(self._api_key()), prompt, max_tokens)
+
+        return await acall_with_retries(attempt, self._classify, self.policy)
+
+    def _async_state(self) -> _AsyncState:
+        """Return the loop-side state (async HTTP pool, SDK client, local semaphore), built on
+        first use on the running loop and again if the backend moves to another loop."""
+        loop = asyncio.get_running_loop()
+        if self._aio is None or self._aio.loop is not loop:
+            self._aio = _AsyncState(
+                loop=loop,
+                http_client=self._async_http_client(),
+                local_slots=asyncio.Semaphore(max(1, self.config.concurrency or 64)),
+                factory=self._async_client,
+            )
+        return self._aio
 
     def _api_key(self) -> str:
         name = self.config.api_key_env or ""
@@ -179,6 +245,56 @@ class ChatBackend(JudgeBackend):
     def _complete(self, prompt: str, max_tokens: int, api_key: str) -> Completion:
         """Return one reply from the API; SDK errors propagate to _classify."""
 
+    @abstractmethod
+    def _async_http_client(self) -> Any:
+        """Return a new pooled async HTTP client for the SDK (aiohttp transport if installed)."""
+
+    @abstractmethod
+    def _async_client(self, api_key: str, http_client: Any) -> Any:
+        """Return the SDK's async client for this key over `http_client`."""
+
+    @abstractmethod
+    async def _acomplete(self, client: Any, prompt: str, max_tokens: int) -> Completion:
+        """Return one reply from the API through the async SDK client; SDK errors propagate."""
+
+
+@dataclass
+class _AsyncState:
+    """A backend's state on the judge event loop: its async HTTP pool, the SDK client (kept
+    while the key in the environment stays the same) and the per-process call semaphore."""
+
+    loop: asyncio.AbstractEventLoop
+    http_client: Any
+    local_slots: asyncio.Semaphore
+    factory: Callable[[str, Any], Any]
+    _key: str | None = None
+    _client: Any = None
+
+    def client(self, api_key: str) -> Any:
+        """Return the SDK client for `api_key`, building a new one when the key changed."""
+        if self._client is None or api_key != self._key:
+            self._client, self._key = self.factory(api_key, self.http_client), api_key
+        return self._client
+
+
+def _as_coroutine(sleep: Callable[[float], None]) -> Callable[[float], Any]:
+    """Wrap an injected sync sleep (tests) as the awaitable `asleep` the async path uses."""
+
+    async def asleep(seconds: float) -> None:
+        sleep(seconds)
+
+    return asleep
+
+
+def _aiohttp_or_httpx(sdk: Any, timeout: float) -> Any:
+    """Return the SDK's aiohttp-backed async client (its documented choice for many concurrent
+    calls: about 1.1 ms of CPU per call here against 1.5 ms over httpx), or its default
+    async httpx client when the `aiohttp` extra is missing."""
+    try:
+        return sdk.DefaultAioHttpClient(timeout=timeout)
+    except RuntimeError:
+        return sdk.DefaultAsyncHttpxClient(timeout=timeout)
+
 
 class OpenAIBackend(ChatBackend):
     """Any OpenAI-compatible Chat Completions endpoint via the official `openai` SDK.
@@ -203,7 +319,7 @@ class OpenAIBackend(ChatBackend):
             http_client=self._pooled_http_client(openai.DefaultHttpxClient),
         )
 
-    def _complete(self, prompt: str, max_tokens: int, api_key: str) -> Completion:
+    def _body(self, prompt: str, max_tokens: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.config.model,
             "messages": [{"role": "user", "content": prompt}],
@@ -213,22 +329,55 @@ class OpenAIBackend(ChatBackend):
             kwargs["temperature"] = self.config.temperature
         if self.config.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
-        # The SDK's own POST (same client, errors, retries off, typed ChatCompletion reply)
-        # without `chat.completions.create`'s per-call TypedDict transform of the request:
-        # the body is already plain JSON, and the transform cost ~0.5 ms of CPU per call.
+        return kwargs
+
+    def _complete(self, prompt: str, max_tokens: int, api_key: str) -> Completion:
+        # The SDK's own POST (same client, errors, retries off) without
+        # `chat.completions.create`'s per-call TypedDict transform of the request (the body is
+        # already plain JSON; ~0.5 ms of CPU per call) and with the reply as plain JSON
+        # (cast_to=object) rather than a pydantic ChatCompletion (~0.2 ms more): we read two fields.
         completion = self._client(api_key).post(
-            "/chat/completions", body=kwargs, cast_to=_chat_completion_type()
+            "/chat/completions", body=self._body(prompt, max_tokens), cast_to=object
         )
-        if not completion.choices:
+        return self._completion(completion)
+
+    def _async_http_client(self) -> Any:
+        import openai
+
+        return _aiohttp_or_httpx(openai, self.config.timeout)
+
+    def _async_client(self, api_key: str, http_client: Any) -> Any:
+        import openai
+
+        return openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=self.config.base_url,
+            timeout=self.config.timeout,
+            max_retries=0,
+            http_client=http_client,
+        )
+
+    async def _acomplete(self, client: Any, prompt: str, max_tokens: int) -> Completion:
+        completion = await client.post(
+            "/chat/completions", body=self._body(prompt, max_tokens), cast_to=object
+        )
+        return self._completion(completion)
+
+    @staticmethod
+    def _completion(completion: Any) -> Completion:
+        """Return the text and finish_reason of a Chat Completions reply (decoded JSON); a reply
+        without choices, or not shaped like one, gives empty text (parsed as no grade)."""
+        choices = completion.get("choices") if isinstance(completion, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if not isinstance(choice, dict):
             return Completion(text="", stop_reason=None)
-        choice = completion.choices[0]
-        return Completion(text=choice.message.content or "", stop_reason=choice.finish_reason)
-
-
-def _chat_completion_type() -> type:
-    from openai.types.chat import ChatCompletion
-
-    return ChatCompletion
+        message = choice.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        reason = choice.get("finish_reason")
+        return Completion(
+            text=content if isinstance(content, str) else "",
+            stop_reason=reason if isinstance(reason, str) else None,
+        )
 
 
 class AnthropicBackend(ChatBackend):
@@ -257,16 +406,41 @@ class AnthropicBackend(ChatBackend):
             kwargs["base_url"] = self.config.base_url
         return anthropic.Anthropic(**kwargs)
 
-    def _complete(self, prompt: str, max_tokens: int, api_key: str) -> Completion:
+    def _request(self, prompt: str, max_tokens: int) -> dict[str, Any]:
         extra_body = {}
         if self.config.temperature is not None:
             extra_body["temperature"] = self.config.temperature
-        message = self._client(api_key).messages.create(
-            model=self.config.model,
-            max_tokens=max_tokens,
-            messages=[{"role": "user", "content": prompt}],
-            extra_body=extra_body or None,
-        )
+        return {
+            "model": self.config.model,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": prompt}],
+            "extra_body": extra_body or None,
+        }
+
+    def _complete(self, prompt: str, max_tokens: int, api_key: str) -> Completion:
+        return self._completion(self._client(api_key).messages.create(**self._request(prompt, max_tokens)))
+
+    def _async_http_client(self) -> Any:
+        import anthropic
+
+        return _aiohttp_or_httpx(anthropic, self.config.timeout)
+
+    def _async_client(self, api_key: str, http_client: Any) -> Any:
+        import anthropic
+
+        kwargs: dict[str, Any] = {
+            "api_key": api_key, "timeout": self.config.timeout, "max_retries": 0,
+            "http_client": http_client,
+        }
+        if self.config.base_url:
+            kwargs["base_url"] = self.config.base_url
+        return anthropic.AsyncAnthropic(**kwargs)
+
+    async def _acomplete(self, client: Any, prompt: str, max_tokens: int) -> Completion:
+        return self._completion(await client.messages.create(**self._request(prompt, max_tokens)))
+
+    @staticmethod
+    def _completion(message: Any) -> Completion:
         text = "".join(
             block.text for block in message.content if getattr(block, "type", "") == "text"
         )

@@ -12,10 +12,11 @@ Rules (ours, not the SDK's: SDK clients are built with max_retries=0):
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -80,13 +81,15 @@ def parse_retry_after(
 
 @dataclass
 class RetryPolicy:
-    """How often and how long to retry; `sleep` and `rng` are injectable so tests run instantly."""
+    """How often and how long to retry; `sleep`, `asleep` and `rng` are injectable so tests run instantly."""
 
     max_retries: int = DEFAULT_MAX_RETRIES
     base_delay: float = DEFAULT_BASE_DELAY
     max_delay: float = DEFAULT_MAX_DELAY
     sleep: Callable[[float], None] = time.sleep
     rng: random.Random = field(default_factory=random.Random)
+    # The event-loop twin of `sleep`, used by acall_with_retries.
+    asleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Return seconds to wait before retry `attempt` (0-based), honouring Retry-After."""
@@ -111,22 +114,48 @@ def call_with_retries(
     """
     attempt = 0
     while True:
-        failure: Failure | None = None
         try:
             return call()
         except Exception as exc:
-            failure = classify(exc)
-            if failure is None:
-                raise
-        # Raised outside the except block on purpose: no __context__ chaining.
-        if not failure.transient:
-            raise JudgeConfigError(failure.message)
-        if attempt >= policy.max_retries:
-            raise JudgeUnavailable(
-                f"judge unavailable after {attempt + 1} attempts: {failure.message}"
-            )
-        policy.sleep(policy.delay(attempt, failure.retry_after))
+            failure = _classified(exc, classify)
+        # Decided outside the except block on purpose: no __context__ chaining.
+        policy.sleep(_delay_or_raise(failure, attempt, policy))
         attempt += 1
+
+
+async def acall_with_retries(
+    call: Callable[[], Awaitable[T]],
+    classify: Callable[[BaseException], Failure | None],
+    policy: RetryPolicy,
+) -> T:
+    """call_with_retries for a coroutine function: the same rules, errors and delays, but the
+    waits are `await policy.asleep(seconds)` so other calls on the event loop go on."""
+    attempt = 0
+    while True:
+        try:
+            return await call()
+        except Exception as exc:
+            failure = _classified(exc, classify)
+        await policy.asleep(_delay_or_raise(failure, attempt, policy))
+        attempt += 1
+
+
+def _classified(exc: Exception, classify: Callable[[BaseException], Failure | None]) -> Failure:
+    """Return classify(exc); re-raise the exception being handled when it is not an API failure."""
+    failure = classify(exc)
+    if failure is None:
+        raise  # noqa: PLE0704 - called from an except block: re-raises `exc` untouched
+    return failure
+
+
+def _delay_or_raise(failure: Failure, attempt: int, policy: RetryPolicy) -> float:
+    """Return the wait before retry `attempt`; raise JudgeConfigError / JudgeUnavailable instead
+    when the failure is not transient or the retries are spent."""
+    if not failure.transient:
+        raise JudgeConfigError(failure.message)
+    if attempt >= policy.max_retries:
+        raise JudgeUnavailable(f"judge unavailable after {attempt + 1} attempts: {failure.message}")
+    return policy.delay(attempt, failure.retry_after)
 
 
 _TOKENISH = re.compile(r"\b(?:sk|pk|rk|key|token)[-_][A-Za-z0-9*_\-.]{6,}|\b[A-Za-z0-9_\-]{32,}\b")
