@@ -278,6 +278,13 @@ def run(args: argparse.Namespace) -> dict:
         cpu = family_cpu_seconds(worker.process.pid, seen) - cpu0
         others = {k: v - others0[k] for k, v in machine_cpu_seconds().items()}
         peak, mean = in_flight([r["t"] for r in server.requests], args.latency)
+        if os.environ.get("BENCH_TIMELINE"):
+            arrivals = sorted(r["t"] for r in server.requests)
+            first = started
+            buckets: dict[int, int] = {}
+            for t in arrivals:
+                buckets[int((t - first) / 0.5)] = buckets.get(int((t - first) / 0.5), 0) + 1
+            print("calls/s per 0.5 s:", [2 * buckets.get(i, 0) for i in range(max(buckets) + 1)])
 
         calls = len(server.requests)
         graded = Grade.objects.filter(run=run_obj).count()

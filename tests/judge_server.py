@@ -1,6 +1,6 @@
 """A loopback judge API for tests and benchmarks: OpenAI Chat Completions and Anthropic Messages.
 
-Real HTTP on 127.0.0.1 (stdlib ThreadingHTTPServer in a background thread), so the
+Real HTTP/1.1 on 127.0.0.1 (an asyncio server on a background thread), so the
 official SDKs run unmodified, transport and all. Replies are scripted:
 
     server.script(ok('{"grade": 2}'), status(429, retry_after=0.01), ...)   # one per request
@@ -19,13 +19,14 @@ authorization / x-api-key / api-key, t = time.monotonic() on arrival).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -84,22 +85,20 @@ def status(
     return Behaviour(kind="status", status_code=code, retry_after=retry_after, content=message)
 
 
-class _QuietServer(ThreadingHTTPServer):
-    # The default listen backlog (5) resets connections under bursts of concurrent clients;
-    # it must be set on the class: the socket listens inside __init__.
-    request_queue_size = 1024
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that timed out and hung up mid-reply (slow behaviours) is expected.
-        import sys
-
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
+_REASONS = {
+    200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+    408: "Request Timeout", 429: "Too Many Requests", 500: "Internal Server Error",
+    501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable", 529: "Overloaded",
+}
 
 
 class JudgeServer:
-    """Scripted loopback server; see the module docstring. Thread-safe."""
+    """Scripted loopback server; see the module docstring. Thread-safe.
+
+    HTTP/1.1 with keep-alive on an asyncio event loop in a background thread: each connection
+    is a coroutine and the fixed latency an `asyncio.sleep`, so dozens of calls in flight cost
+    the test process little CPU (the throughput benchmark shares 2 CPUs with the worker).
+    """
 
     def __init__(self, *, latency: float = 0.0, default: Behaviour | None = None) -> None:
         self.latency = latency
@@ -107,30 +106,66 @@ class JudgeServer:
         self.requests: list[dict[str, Any]] = []
         self._queue: deque[Behaviour] = deque()
         self._lock = threading.Lock()
-        self._httpd = _QuietServer(("127.0.0.1", 0), self._handler_class())
-        self._httpd.daemon_threads = True
+        # The default listen backlog resets connections under bursts of concurrent clients.
+        self._sock = socket.create_server(("127.0.0.1", 0), backlog=1024)
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._connections: set[asyncio.Task] = set()
+        self._server: asyncio.AbstractServer | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
 
     @property
     def url(self) -> str:
         """Base URL, e.g. http://127.0.0.1:54321 (OpenAI clients add "/v1")."""
-        host, port = self._httpd.server_address[:2]
+        host, port = self._sock.getsockname()[:2]
         return f"http://{host}:{port}"
 
     def start(self) -> JudgeServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                self._server = loop.run_until_complete(
+                    asyncio.start_server(self._serve, sock=self._sock, backlog=1024)
+                )
+            except BaseException as exc:  # reported by start() below
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name="judge-server", daemon=True)
         self._thread.start()
+        ready.wait(10)
+        if failure:
+            raise failure[0]
         return self
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            self._sock.close()
+            return
+
+        async def shutdown() -> None:
+            self._server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+
+        if thread.is_alive():
+            asyncio.run_coroutine_threadsafe(shutdown(), loop).result(10)
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=10)
+        loop.close()
+        self._sock.close()
+        self._loop = self._thread = None
 
     def __enter__(self) -> JudgeServer:
         return self.start()
@@ -168,62 +203,99 @@ class JudgeServer:
 
     # -- protocol -----------------------------------------------------------------------
 
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' pooled clients expect
-            # Headers and body go out in two writes: without TCP_NODELAY, Nagle plus the
-            # client's delayed ACK adds ~40 ms to every reply.
-            disable_nagle_algorithm = True
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {"_unparseable": raw.decode("utf-8", "replace")}
-                path = self.path.split("?", 1)[0]
-                headers = {
-                    k.lower(): v for k, v in self.headers.items() if k.lower() not in SECRET_HEADERS
-                }
-                record = {"path": path, "json": body, "headers": headers, "t": time.monotonic()}
-                behaviour = server._next(record)
-                wait = server.latency + behaviour.delay
-                if wait:
-                    time.sleep(wait)
-                if path.endswith("/chat/completions"):
-                    flavour = "openai"
-                elif path.endswith("/messages"):
-                    flavour = "anthropic"
-                else:
-                    self._send(404, {"error": {"type": "not_found", "message": path}})
-                    return
-                if behaviour.kind == "status":
-                    extra = dict(behaviour.headers)
-                    if behaviour.retry_after is not None:
-                        extra["Retry-After"] = str(behaviour.retry_after)
-                    self._send(behaviour.status_code, _error_body(flavour, behaviour), extra)
-                    return
-                self._send(200, _reply_body(flavour, body, behaviour), dict(behaviour.headers))
-
-            def _send(
-                self, code: int, payload: dict[str, Any], headers: dict | None = None
-            ) -> None:
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One connection: requests one after another (keep-alive) until the client closes."""
+        task = asyncio.current_task()
+        self._connections.add(task)
+        try:
+            sock = writer.get_extra_info("socket")
+            if sock is not None:  # header and body go out in one write anyway; no Nagle delay
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            while True:
+                request = await _read_request(reader)
+                if request is None:
+                    break
+                method, target, headers, raw = request
+                code, payload, extra = await self._respond(method, target, headers, raw)
                 data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+                close = headers.get("connection", "").lower() == "close"
+                head = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}",
+                        "Content-Type: application/json", f"Content-Length: {len(data)}"]
+                head += [f"{k}: {v}" for k, v in extra.items()]
+                if close:
+                    head.append("Connection: close")
+                writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+                await writer.drain()
+                if close:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass  # a client that timed out and hung up mid-reply (slow behaviours) is expected
+        finally:
+            self._connections.discard(task)
+            writer.close()
 
-        return Handler
+    async def _respond(
+        self, method: str, target: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """Return (status, JSON payload, extra headers) for one request, after its delay."""
+        if method != "POST":
+            return 501, {"error": {"type": "not_implemented", "message": method}}, {}
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"_unparseable": raw.decode("utf-8", "replace")}
+        path = target.split("?", 1)[0]
+        safe = {k: v for k, v in headers.items() if k not in SECRET_HEADERS}
+        record = {"path": path, "json": body, "headers": safe, "t": time.monotonic()}
+        behaviour = self._next(record)
+        wait = self.latency + behaviour.delay
+        if wait:
+            await asyncio.sleep(wait)
+        if path.endswith("/chat/completions"):
+            flavour = "openai"
+        elif path.endswith("/messages"):
+            flavour = "anthropic"
+        else:
+            return 404, {"error": {"type": "not_found", "message": path}}, {}
+        if behaviour.kind == "status":
+            extra = dict(behaviour.headers)
+            if behaviour.retry_after is not None:
+                extra["Retry-After"] = str(behaviour.retry_after)
+            return behaviour.status_code, _error_body(flavour, behaviour), extra
+        return 200, _reply_body(flavour, body, behaviour), dict(behaviour.headers)
+
+
+async def _read_request(
+    reader: asyncio.StreamReader,
+) -> tuple[str, str, dict[str, str], bytes] | None:
+    """Read one HTTP/1.1 request: (method, target, lower-cased headers, body); None at EOF.
+
+    Bodies come with Content-Length or chunked transfer encoding; raises ValueError for a
+    request line it cannot read.
+    """
+    line = await reader.readline()
+    if not line.strip():
+        return None
+    method, target, _version = line.decode("latin-1").split(" ", 2)
+    headers: dict[str, str] = {}
+    while True:
+        header = await reader.readline()
+        if header in (b"\r\n", b"\n", b""):
+            break
+        name, _, value = header.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        parts = []
+        while size := int((await reader.readline()).split(b";", 1)[0].strip() or b"0", 16):
+            parts.append(await reader.readexactly(size))
+            await reader.readline()
+        while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+            pass  # trailers
+        raw = b"".join(parts)
+    else:
+        length = int(headers.get("content-length") or 0)
+        raw = await reader.readexactly(length) if length else b""
+    return method, target, headers, raw
 
 
 def _error_body(flavour: str, b: Behaviour) -> dict[str, Any]:

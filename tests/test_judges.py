@@ -6,6 +6,7 @@ in-process mock transport; the rate limiter runs against real Redis (db 15).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib
 import json
@@ -971,6 +972,122 @@ def test_a_lease_held_by_a_dead_worker_expires(redis_db: Any) -> None:
     assert alive.extend_lease(taken) is True
     assert dead.extend_lease(lease) is False
     alive.release_lease(taken)
+
+
+def _in_own_loop(coro_fn: Any) -> threading.Thread:
+    """Run coro_fn() with asyncio.run on a thread of its own: a worker process's judge loop."""
+    thread = threading.Thread(target=lambda: asyncio.run(coro_fn()), daemon=True)
+    thread.start()
+    return thread
+
+
+def test_event_loop_slots_keep_the_cap_across_workers(redis_db: Any) -> None:
+    """aslot (the batched lease broker) never lets more than the cap run, over 3 "workers"
+    (limiter objects on loops of their own), and leaves no lease behind."""
+    key = f"aconc-{uuid.uuid4().hex}"
+    workers = [make_limiter(redis_db, key, max_concurrency=3, poll_seconds=0.005) for _ in range(3)]
+    lock, active, peak, done = threading.Lock(), [0], [0], []
+
+    async def calls(limiter: RedisLimiter) -> None:
+        async def one() -> None:
+            async with limiter.aslot(timeout=10):
+                with lock:
+                    active[0] += 1
+                    peak[0] = max(peak[0], active[0])
+                await asyncio.sleep(0.02)
+                with lock:
+                    active[0] -= 1
+            done.append(1)
+
+        await asyncio.gather(*(one() for _ in range(8)))
+        await asyncio.sleep(0.05)  # the releases go out with the broker's next exchange
+
+    threads = [_in_own_loop(lambda w=w: calls(w)) for w in workers]
+    for t in threads:
+        t.join(30)
+    assert len(done) == 24
+    assert peak[0] == 3
+    client, _ = redis_db
+    assert client.zcard(workers[0].lease_key) == 0
+
+
+def test_event_loop_slots_share_the_cap_between_waiting_workers(redis_db: Any) -> None:
+    """A worker holding every slot does not take a freed one back while another waits: with
+    two workers waiting each may hold ceil(cap / 2), so the freed slot goes to the other."""
+    key = f"share-{uuid.uuid4().hex}"
+    a = make_limiter(redis_db, key, max_concurrency=4, poll_seconds=0.005)
+    b = make_limiter(redis_db, key, max_concurrency=4, poll_seconds=0.005)
+    events: list[str] = []
+    a_holding, b_waiting, stop = threading.Event(), threading.Event(), threading.Event()
+
+    async def worker_a() -> None:
+        gates = [asyncio.Event() for _ in range(4)]
+        entered = [0]
+
+        async def hold(gate: asyncio.Event) -> None:
+            async with a.aslot(timeout=5):
+                entered[0] += 1
+                await gate.wait()
+
+        holders = [asyncio.create_task(hold(g)) for g in gates]
+        while entered[0] < 4:
+            await asyncio.sleep(0.005)
+        a_holding.set()
+        while not b_waiting.is_set():
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.05)  # b has asked at least once: it is in the demand set
+
+        async def again() -> None:
+            async with a.aslot(timeout=5):
+                events.append("a again")
+
+        gates[0].set()  # free one slot, and ask for one more at once
+        late = asyncio.create_task(again())
+        while not stop.is_set():
+            await asyncio.sleep(0.005)
+        for g in gates[1:]:
+            g.set()
+        await asyncio.gather(*holders, late)
+        await asyncio.sleep(0.05)  # the releases go out with the broker's next exchange
+
+    async def worker_b() -> None:
+        while not a_holding.is_set():
+            await asyncio.sleep(0.005)
+        b_waiting.set()
+        async with b.aslot(timeout=5):
+            events.append("b")
+        stop.set()
+        await asyncio.sleep(0.05)  # the release goes out with the broker's next exchange
+
+    threads = [_in_own_loop(worker_a), _in_own_loop(worker_b)]
+    for t in threads:
+        t.join(30)
+    assert events == ["b", "a again"]
+    client, _ = redis_db
+    assert client.zcard(a.lease_key) == 0
+
+
+def test_event_loop_slot_times_out_and_a_late_grant_is_handed_back(redis_db: Any) -> None:
+    key = f"atimeout-{uuid.uuid4().hex}"
+    holder = make_limiter(redis_db, key, max_concurrency=1, lease_seconds=0.3)
+    lease, _ = holder.try_acquire_lease()  # held by a worker that then dies
+    assert lease is not None
+    waiting = make_limiter(redis_db, key, max_concurrency=1, poll_seconds=0.01, lease_seconds=5)
+    outcome: list[str] = []
+
+    async def main() -> None:
+        with pytest.raises(LimiterTimeout):
+            async with waiting.aslot(timeout=0.1):
+                outcome.append("entered too early")
+        # the dead worker's lease expires; the next ask gets the slot
+        async with waiting.aslot(timeout=2):
+            outcome.append("entered")
+        await asyncio.sleep(0.05)  # the release goes out with the broker's next exchange
+
+    asyncio.run(main())
+    assert outcome == ["entered"]
+    client, _ = redis_db
+    assert client.zcard(waiting.lease_key) == 0
 
 
 def test_limiter_for_reads_concurrency_and_rpm_from_the_judge_config(redis_db: Any) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import random
 import time
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -63,6 +64,37 @@ if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return math.max(1, tonumber(first[2]) + window - now)
+"""
+
+
+# The event loop's batched lease exchange (AsyncLeaseBroker): release this process's finished
+# leases, then grant up to `want` new ones, no more than its fair share of the cap while other
+# processes also wait. KEYS: leases, demand. ARGV: max, lease ms, broker token, want, held
+# (leases this broker holds after the releases), n releases, the released ids, then `want`
+# fresh ids. The demand set holds the brokers that asked for leases in the last second.
+# Returns {granted count, ms to wait before asking again (0 if nothing is held elsewhere)}.
+_EXCHANGE_LEASES = """
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local cap, lease_ms, token = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local want, held, n_release = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+for i = 1, n_release do redis.call('ZREM', KEYS[1], ARGV[6 + i]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 1000)
+if want > 0 then redis.call('ZADD', KEYS[2], now, token) else redis.call('ZREM', KEYS[2], token) end
+redis.call('PEXPIRE', KEYS[2], 2000)
+local waiting = math.max(1, redis.call('ZCARD', KEYS[2]))
+local free = cap - redis.call('ZCARD', KEYS[1])
+local share = math.ceil(cap / waiting) - held
+local grant = math.max(0, math.min(want, free, share))
+for i = 1, grant do redis.call('ZADD', KEYS[1], now + lease_ms, ARGV[6 + n_release + i]) end
+if grant > 0 then redis.call('PEXPIRE', KEYS[1], lease_ms + 1000) end
+local wait = 0
+if grant < want then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  wait = first[2] and math.max(1, tonumber(first[2]) - now) or 1
+end
+return {grant, wait}
 """
 
 
@@ -129,10 +161,12 @@ class RedisLimiter:
         self._acquire_lease = redis_client.register_script(_ACQUIRE_LEASE)
         self._extend_lease = redis_client.register_script(_EXTEND_LEASE)
         self._take_rpm = redis_client.register_script(_TAKE_RPM_TOKEN)
+        self._exchange = redis_client.register_script(_EXCHANGE_LEASES)
+        self._brokers: dict[int, AsyncLeaseBroker] = {}
 
     def keys(self) -> list[str]:
         """Return the Redis keys this limiter writes."""
-        return [self.lease_key, self.rpm_key]
+        return [self.lease_key, self.lease_key + ":demand", self.rpm_key]
 
     def try_acquire_lease(self) -> tuple[str | None, float]:
         """Return (lease id, 0) if a concurrency slot was free, else (None, seconds to wait hint)."""
@@ -156,6 +190,18 @@ class RedisLimiter:
         """Free a concurrency slot (a no-op if the lease already expired)."""
         if self.max_concurrency is not None:
             self.redis.zrem(self.lease_key, lease_id)
+
+    def exchange_leases(
+        self, token: str, want: int, held: int, released: list[str], new_ids: list[str]
+    ) -> tuple[int, float]:
+        """Release `released`, then grant up to `want` of `new_ids` (in order) within the cap and
+        the caller's fair share; return (granted, ms to wait before asking again)."""
+        granted, wait_ms = self._exchange(
+            keys=[self.lease_key, self.lease_key + ":demand"],
+            args=[self.max_concurrency, self.lease_ms, token, want, held, len(released),
+                  *released, *new_ids],
+        )
+        return int(granted), float(wait_ms)
 
     def try_take_token(self) -> float:
         """Take one request from the RPM window; return 0.0 if admitted, else seconds to wait."""
@@ -207,24 +253,107 @@ class RedisLimiter:
 
     @asynccontextmanager
     async def aslot(self, timeout: float | None = None) -> AsyncIterator[None]:
-        """`slot` for a coroutine: the same leases, tokens and timeout, but it waits with
-        `await self.asleep(...)` so the event loop's other calls go on.
-
-        The Redis round trips themselves are the sync client's (well under a millisecond on a
-        local network, and cheaper in CPU than an asyncio client's).
+        """`slot` for a coroutine: the same cap, tokens and timeout, the event loop's other
+        calls going on while it waits. Leases come from this loop's AsyncLeaseBroker (batched,
+        one Redis round trip per turn of the loop, not per call); RPM tokens as in `slot`.
+        The Redis round trips are the sync client's (well under a millisecond on a local
+        network, and cheaper in CPU than an asyncio client's).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            lease_id, hint = self.try_acquire_lease()
-            if lease_id is not None:
-                break
-            await self.asleep(self._checked(self._lease_wait(hint), deadline))
+        broker = None
+        lease_id = None
+        if self.max_concurrency is not None:
+            loop = asyncio.get_running_loop()
+            broker = self._brokers.get(id(loop))
+            if broker is None:
+                broker = self._brokers[id(loop)] = AsyncLeaseBroker(self)
+            lease_id = await broker.acquire(deadline)
         try:
             while (hint := self.try_take_token()) != 0.0:
                 await self.asleep(self._checked(self._token_wait(hint), deadline))
             yield
         finally:
-            self.release_lease(lease_id)
+            if broker is not None and lease_id is not None:
+                broker.release(lease_id)
+
+
+class AsyncLeaseBroker:
+    """Concurrency leases for one RedisLimiter's calls on one event loop, in batches.
+
+    A call awaits `acquire()` and hands its lease back with `release()`. Whatever was asked
+    and handed back during one turn of the loop goes to Redis as ONE exchange
+    (_EXCHANGE_LEASES): a slot freed here passes at once to a call waiting here, without a
+    poll per waiting call. While other workers wait too, each gets at most its share of the
+    cap (cap / brokers waiting), so no worker is starved; the set of leases, their expiry
+    (a dead worker's slots free up after lease_seconds) and the cap are the same as for
+    `RedisLimiter.slot`. Waiting callers are served first come, first served.
+    """
+
+    def __init__(self, limiter: RedisLimiter) -> None:
+        self.limiter = limiter
+        self.token = uuid.uuid4().hex
+        self.held = 0
+        self.waiters: deque[asyncio.Future] = deque()
+        self.released: list[str] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    async def acquire(self, deadline: float | None) -> str:
+        """Return a lease id; raise LimiterTimeout if none is granted by `deadline`
+        (time.monotonic(); None waits for ever)."""
+        future = asyncio.get_running_loop().create_future()
+        self.waiters.append(future)
+        self._kick()
+        try:
+            if deadline is None:
+                return await future
+            return await asyncio.wait_for(future, max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            raise LimiterTimeout("judge rate limit: no slot within the timeout") from None
+        finally:
+            if not future.done():
+                future.cancel()
+
+    def release(self, lease_id: str) -> None:
+        """Hand a lease back (sent with the next exchange, in this turn of the loop)."""
+        self.released.append(lease_id)
+        self._kick()
+
+    def _kick(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        else:
+            self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(0)  # let this turn's acquires and releases gather
+            while self.waiters and self.waiters[0].done():
+                self.waiters.popleft()  # timed out
+            want = sum(1 for f in self.waiters if not f.done())
+            if not want and not self.released:
+                return
+            released, self.released = self.released, []
+            self.held -= len(released)
+            ids = [uuid.uuid4().hex for _ in range(want)]
+            granted, wait_ms = self.limiter.exchange_leases(self.token, want, self.held, released, ids)
+            self.held += granted
+            for lease_id in ids[:granted]:
+                while self.waiters and self.waiters[0].done():
+                    self.waiters.popleft()
+                if self.waiters:
+                    self.waiters.popleft().set_result(lease_id)
+                else:  # its caller gave up meanwhile
+                    self.released.append(lease_id)
+            if want > granted and not self.released:
+                # Wait for a slot of ours to come back, or poll again (jittered) for one freed
+                # elsewhere; a release here wakes us at once.
+                self._wake.clear()
+                delay = self.limiter._lease_wait(wait_ms / 1000.0)
+                try:
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                except TimeoutError:
+                    pass
 
 
 def get_limiter(
