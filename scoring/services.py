@@ -14,7 +14,7 @@ Exactly-once, in the database:
   killed: it is marked "lost" (paid, no grade) and the pair is called once more.
 - Grades are unique per (response, judge, key entry, prompt version), so a grade that
   another run wrote meanwhile is reused, not duplicated.
-- Grade runs settle finished pairs in small batches (every 10 pairs or 200 ms): the
+- Grade runs settle finished pairs in small batches (every 32 pairs or 200 ms): the
   batch's grades, ledger rows, items and run counters commit in one transaction.
 - Run counters move with F() expressions in the transaction that settles the pair(s); the
   last pair to settle flips the run to complete/failed with a conditional update, and
