@@ -115,6 +115,53 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class ServerProcess:
+    """tests/judge_server.py in a process of its own (fork), driven over a pipe: the judge
+    API's CPU is then its own, and this process's polling does not share its interpreter.
+    Arrival times are time.monotonic() (CLOCK_MONOTONIC: one clock for every process)."""
+
+    def __init__(self, latency: float) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        self._conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_serve_judge_api, args=(latency, child), daemon=True)
+        self.process.start()
+        self.url = self._conn.recv()
+
+    def _ask(self, command: str):
+        self._conn.send(command)
+        return self._conn.recv()
+
+    def reset(self) -> None:
+        self._ask("reset")
+
+    def arrivals(self) -> list[float]:
+        return self._ask("arrivals")
+
+    def stop(self) -> None:
+        self._ask("stop")
+        self.process.join(10)
+
+
+def _serve_judge_api(latency: float, conn) -> None:
+    from tests.judge_server import JudgeServer
+
+    server = JudgeServer(latency=latency).start()
+    conn.send(server.url)
+    while True:
+        command = conn.recv()
+        if command == "reset":
+            server.reset()
+            conn.send(True)
+        elif command == "arrivals":
+            conn.send([r["t"] for r in server.requests])
+        elif command == "stop":
+            server.stop()
+            conn.send(True)
+            return
+
+
 def machine_cpu_seconds() -> dict[str, float]:
     """Return CPU seconds used so far by PostgreSQL's processes, redis-server and this process."""
     totals = {"postgres": 0.0, "redis": 0.0}
@@ -216,11 +263,10 @@ def run(args: argparse.Namespace) -> dict:
 
     from scoring import services
     from scoring.models import Grade, ScoringRun
-    from tests.judge_server import JudgeServer
     from tests.worker_fixtures import CeleryWorker, build_benchmark
 
     redis.Redis.from_url(REDIS_URL).flushdb()  # db 12 is this benchmark's own
-    server = JudgeServer(latency=args.latency).start()
+    server = ServerProcess(args.latency)
     worker = None
     try:
         t0 = time.monotonic()
@@ -265,6 +311,7 @@ def run(args: argparse.Namespace) -> dict:
         )
         worker.start(timeout=60)
         server.reset()
+        server_cpu0 = cpu_seconds(server.process.pid)
         seen: dict[int, float] = {}
         cpu0 = family_cpu_seconds(worker.process.pid, seen)
         others0 = machine_cpu_seconds()
@@ -277,16 +324,17 @@ def run(args: argparse.Namespace) -> dict:
         peak_pss = pss.stop()
         cpu = family_cpu_seconds(worker.process.pid, seen) - cpu0
         others = {k: v - others0[k] for k, v in machine_cpu_seconds().items()}
-        peak, mean = in_flight([r["t"] for r in server.requests], args.latency)
+        arrivals = server.arrivals()
+        server_cpu = cpu_seconds(server.process.pid) - server_cpu0
+        peak, mean = in_flight(arrivals, args.latency)
         if os.environ.get("BENCH_TIMELINE"):
-            arrivals = sorted(r["t"] for r in server.requests)
             first = started
             buckets: dict[int, int] = {}
-            for t in arrivals:
+            for t in sorted(arrivals):
                 buckets[int((t - first) / 0.5)] = buckets.get(int((t - first) / 0.5), 0) + 1
             print("calls/s per 0.5 s:", [2 * buckets.get(i, 0) for i in range(max(buckets) + 1)])
 
-        calls = len(server.requests)
+        calls = len(arrivals)
         graded = Grade.objects.filter(run=run_obj).count()
         n_judges = len(data.judges)
         floor = calls * args.latency / (args.concurrency * n_judges)
@@ -309,6 +357,7 @@ def run(args: argparse.Namespace) -> dict:
             "postgres_cpu_s": others["postgres"],
             "redis_cpu_s": others["redis"],
             "bench_cpu_s": others["bench"],
+            "server_cpu_s": server_cpu,
             "machine_cpu_s": others["machine"],
             "machine_busy": others["machine"] / (wall * (os.cpu_count() or 1)),
             "peak_in_flight": peak,
@@ -359,8 +408,8 @@ Timed from sending `scoring.run_start` to the run leaving running.
   an AsyncLeaseBroker per judge per process: one Redis exchange per turn of the loop, a
   freed slot handed straight to a waiting call, and at most ceil(cap / waiting workers) per
   worker while others wait.
-- CPU: worker {r["worker_cpu_s"]:.1f} s ({r["cpu_ms_per_call"]:.2f} ms per call), this process (judge server and
-  polling) {r["bench_cpu_s"]:.1f} s, redis-server {r["redis_cpu_s"]:.1f} s; the whole machine was {100 * r["machine_busy"]:.0f}% busy
+- CPU: worker {r["worker_cpu_s"]:.1f} s ({r["cpu_ms_per_call"]:.2f} ms per call), this process (polling)
+  {r["bench_cpu_s"]:.1f} s, judge server {r.get("server_cpu_s", 0.0):.1f} s, redis-server {r["redis_cpu_s"]:.1f} s; the whole machine was {100 * r["machine_busy"]:.0f}% busy
   ({r["machine_cpu_s"]:.0f} s of CPU over {os.cpu_count()} CPUs). The server saw {r["mean_in_flight"]:.1f} calls in flight on
   average (peak {r["peak_in_flight"]}, limit {r["concurrency"] * r["judges"]}).
 - Memory: peak Pss of the worker's processes {r["pss_mb"]:.0f} MiB (pages the prefork children share
@@ -379,7 +428,7 @@ Timed from sending `scoring.run_start` to the run leaving running.
   calls; the other process's share rises, but not at once). `-P prefork -c 4` reached 1.28x on
   1,998 responses but 573 MiB of Pss (over the 500 MB budget).
 - Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()};
-  the judge server runs in the benchmark process.
+  the judge server runs in a process of its own.
 """
 
 
@@ -403,7 +452,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32, help="per judge")
     parser.add_argument("--threads", type=int, default=2, help="worker threads (-c): chunks at once")
     parser.add_argument(
-        "--procs", type=int, default=2,
+        "--procs", type=int, default=4,
         help="worker processes: 1 = `-P threads -c THREADS`; N > 1 = `-P prefork -c N`",
     )
     parser.add_argument("--chunk", type=int, default=1000, help="pairs per grade_chunk task")

@@ -1386,7 +1386,7 @@ def _grade_async(
     ready: dict[int, deque] = {jid: deque() for jid in pending}
     in_flight = dict.fromkeys(pending, 0)
     done: queue.SimpleQueue = queue.SimpleQueue()
-    futures: set = set()
+    tasks: list = []
     stopped = False
     next_check = time.monotonic() + STOP_CHECK_SECONDS
 
@@ -1413,18 +1413,16 @@ def _grade_async(
         if not launch:
             return
         calls = JudgeCall.objects.bulk_create([_started_call(run, e) for e in launch])
-        for entry, call in zip(launch, calls, strict=True):
-            future = aio.submit(backends[entry[0][1]].agrade(_grading_input(entry, scale)))
-            futures.add(future)
-            future.add_done_callback(lambda f, entry=entry, call=call: done.put((entry, call, f)))
+        coros = [backends[e[0][1]].agrade(_grading_input(e, scale)) for e in launch]
+        aio.start_all(coros, lambda i, task, launch=launch, calls=calls: done.put((launch[i], calls[i], task)),
+                      tasks)
 
-    def settle(entry: tuple, call: JudgeCall, future: Any) -> None:
-        futures.discard(future)
+    def settle(entry: tuple, call: JudgeCall, task: Any) -> None:
         in_flight[entry[0][1]] -= 1
-        error = future.exception()
+        error = None if task.cancelled() else task.exception()
         try:
             settler.add(_finished_pair(run, entry, call, final_attempt,
-                                       result=None if error else future.result(), error=error))
+                                       result=None if error else task.result(), error=error))
         except PairUnavailable:
             outcome.unavailable.append(list(entry[0]))
 
@@ -1447,8 +1445,7 @@ def _grade_async(
                 stopped = _run_stopped(run)
                 outcome.stopped = stopped
     except BaseException:
-        for future in list(futures):
-            future.cancel()
+        aio.cancel_all(tasks)
         raise
     finally:
         for q in ready.values():

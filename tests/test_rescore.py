@@ -340,3 +340,18 @@ def test_rescore_resume_sends_the_remaining_pairs(data, fake_backend, django_cap
     run.refresh_from_db()
     assert (run.status, run.graded, run.done) == ("complete", 6, 6)
     assert len(fake_backend.calls) == 6
+
+
+def test_chunks_cover_every_pair_once_and_ramp_up_on_long_runs():
+    """Long runs start with 1/4, 2/4, 3/4 chunks (staggered worker boundaries), short ones do not."""
+    from scoring.tasks import chunk_bounds
+
+    long_run = chunk_bounds(5000, 1000)
+    assert [end - start for start, end in long_run] == [250, 500, 750, 1000, 1000, 1000, 500]
+    assert [end - start for start, end in chunk_bounds(2000, 1000)] == [1000, 1000]
+    for n, size in ((5000, 1000), (36, 3), (7, 50), (1, 1), (2001, 1000)):
+        bounds = chunk_bounds(n, size)
+        covered = [i for start, end in bounds for i in range(start, end)]
+        assert covered == list(range(n))
+        assert all(0 < end - start <= size for start, end in bounds)
+    assert chunk_bounds(0, 10) == []

@@ -48,3 +48,35 @@ def run(coro: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
     Raises whatever the coroutine raises, or TimeoutError after `timeout` seconds.
     """
     return submit(coro).result(timeout)
+
+
+def start_all(
+    coros: list[Coroutine[Any, Any, Any]],
+    on_done: Any,
+    tasks: list[asyncio.Task],
+) -> None:
+    """Start coroutines on the judge loop with ONE wake-up of its thread (thread-safe).
+
+    on_done(index, task) is called on the loop's thread as each finishes (read its
+    result() / exception() from any thread afterwards). Each task is appended to `tasks`
+    as it starts, so the caller can `cancel_all(tasks)`.
+    """
+
+    def start() -> None:
+        for index, coro in enumerate(coros):
+            task = asyncio.ensure_future(coro)
+            task.add_done_callback(lambda t, i=index: on_done(i, t))
+            tasks.append(task)
+
+    judge_loop().call_soon_threadsafe(start)
+
+
+def cancel_all(tasks: list[asyncio.Task]) -> None:
+    """Cancel the tasks `start_all` started that have not finished (thread-safe)."""
+
+    def cancel() -> None:
+        for task in tasks:
+            task.cancel()
+
+    judge_loop().call_soon_threadsafe(cancel)
+
