@@ -429,8 +429,8 @@ Timed from sending `scoring.run_start` to the run leaving running.
   this virtual machine (send -> arrival 3-5 ms, reply -> client ~11 ms measured). Under
   load the hops are shorter (108 ms per call at 64 in flight), and the SDK's request
   building is half of the worker's Python time. A timer thread in the judge server for
-  sharper 100 ms sleeps made it worse (1.25x: more CPU in a saturated machine), and so did
-  nothing uvloop, a 10 ms collection window, or more calls queued than slots.
+  sharper 100 ms sleeps made it worse (1.25x: more CPU in a saturated machine); uvloop, a
+  10 ms collection window and queueing more calls than slots changed nothing measurable.
 - Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()};
   the judge server runs in a process of its own.
 """
