@@ -110,7 +110,7 @@ class JudgeServer:
         self._sock = socket.create_server(("127.0.0.1", 0), backlog=1024)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._connections: set[asyncio.Task] = set()
+        self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}
         self._server: asyncio.AbstractServer | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -155,8 +155,10 @@ class JudgeServer:
 
         async def shutdown() -> None:
             self._server.close()
-            for task in list(self._connections):
-                task.cancel()
+            # Close the connections' transports (their readers see EOF and their coroutines
+            # end); cancelling the tasks instead makes asyncio's stream callback log an error.
+            for writer in list(self._connections.values()):
+                writer.transport.abort()
             await asyncio.gather(*self._connections, return_exceptions=True)
 
         if thread.is_alive():
@@ -206,7 +208,7 @@ class JudgeServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One connection: requests one after another (keep-alive) until the client closes."""
         task = asyncio.current_task()
-        self._connections.add(task)
+        self._connections[task] = writer
         try:
             sock = writer.get_extra_info("socket")
             if sock is not None:  # header and body go out in one write anyway; no Nagle delay
@@ -231,7 +233,7 @@ class JudgeServer:
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass  # a client that timed out and hung up mid-reply (slow behaviours) is expected
         finally:
-            self._connections.discard(task)
+            self._connections.pop(task, None)
             writer.close()
 
     async def _respond(
