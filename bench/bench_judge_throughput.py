@@ -139,6 +139,10 @@ class ServerProcess:
     def arrivals(self) -> list[float]:
         return self._ask("arrivals")
 
+    def reply_times(self) -> list[float]:
+        """Seconds from each request's arrival to its reply being written."""
+        return self._ask("replies")
+
     def stop(self) -> None:
         self._ask("stop")
         self.process.join(10)
@@ -156,6 +160,8 @@ def _serve_judge_api(latency: float, conn) -> None:
             conn.send(True)
         elif command == "arrivals":
             conn.send([r["t"] for r in server.requests])
+        elif command == "replies":
+            conn.send([r["replied"] - r["t"] for r in server.requests if "replied" in r])
         elif command == "stop":
             server.stop()
             conn.send(True)
@@ -325,6 +331,7 @@ def run(args: argparse.Namespace) -> dict:
         cpu = family_cpu_seconds(worker.process.pid, seen) - cpu0
         others = {k: v - others0[k] for k, v in machine_cpu_seconds().items()}
         arrivals = server.arrivals()
+        replies = sorted(server.reply_times())
         server_cpu = cpu_seconds(server.process.pid) - server_cpu0
         peak, mean = in_flight(arrivals, args.latency)
         if os.environ.get("BENCH_TIMELINE"):
@@ -362,6 +369,8 @@ def run(args: argparse.Namespace) -> dict:
             "machine_busy": others["machine"] / (wall * (os.cpu_count() or 1)),
             "peak_in_flight": peak,
             "mean_in_flight": mean,
+            "server_reply_ms": 1000 * sum(replies) / max(1, len(replies)),
+            "server_reply_p90_ms": 1000 * replies[int(0.9 * len(replies))] if replies else 0.0,
             "cpus": os.cpu_count(),
             "latency": args.latency,
             "concurrency": args.concurrency,
@@ -411,7 +420,10 @@ Timed from sending `scoring.run_start` to the run leaving running.
 - CPU: worker {r["worker_cpu_s"]:.1f} s ({r["cpu_ms_per_call"]:.2f} ms per call), this process (polling)
   {r["bench_cpu_s"]:.1f} s, judge server {r.get("server_cpu_s", 0.0):.1f} s, redis-server {r["redis_cpu_s"]:.1f} s; the whole machine was {100 * r["machine_busy"]:.0f}% busy
   ({r["machine_cpu_s"]:.0f} s of CPU over {os.cpu_count()} CPUs). The server saw {r["mean_in_flight"]:.1f} calls in flight on
-  average (peak {r["peak_in_flight"]}, limit {r["concurrency"] * r["judges"]}).
+  average (peak {r["peak_in_flight"]}, limit {r["concurrency"] * r["judges"]}). The server itself took
+  {r.get("server_reply_ms", 0.0):.1f} ms on average from a request's arrival to its reply (p90 {r.get("server_reply_p90_ms", 0.0):.1f} ms) for
+  the nominal {r["latency"] * 1000:.0f} ms, a factor of {r.get("server_reply_ms", 0.0) / (r["latency"] * 1000):.3f}: the rest of the ratio is spent between the
+  worker's processes and the server (the hops below) and at the run's start, end and chunk boundaries.
 - Memory: peak Pss of the worker's processes {r["pss_mb"]:.0f} MiB (pages the prefork children share
   with their parent counted once; the sum of their VmHWM, which counts them 2-3 times, was
   {r["rss_mb"]:.0f} MiB).

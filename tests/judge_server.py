@@ -10,7 +10,8 @@ official SDKs run unmodified, transport and all. Replies are scripted:
 Behaviours: ok(content), cut_off(content) (finish_reason "length" / stop_reason "max_tokens"),
 refusal(), malformed(), status(code, retry_after=...), slow(seconds, content).
 Every request is recorded in server.requests (path, json body, headers without
-authorization / x-api-key / api-key, t = time.monotonic() on arrival).
+authorization / x-api-key / api-key, t = time.monotonic() on arrival, replied = when
+the reply was written).
 
     with JudgeServer() as server:
         get_backend({"backend": "openai", "base_url": server.url + "/v1", ...})
@@ -218,7 +219,7 @@ class JudgeServer:
                 if request is None:
                     break
                 method, target, headers, raw = request
-                code, payload, extra = await self._respond(method, target, headers, raw)
+                code, payload, extra, record = await self._respond(method, target, headers, raw)
                 data = json.dumps(payload).encode()
                 close = headers.get("connection", "").lower() == "close"
                 head = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}",
@@ -228,6 +229,7 @@ class JudgeServer:
                     head.append("Connection: close")
                 writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
                 await writer.drain()
+                record["replied"] = time.monotonic()
                 if close:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
@@ -238,10 +240,11 @@ class JudgeServer:
 
     async def _respond(
         self, method: str, target: str, headers: dict[str, str], raw: bytes
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        """Return (status, JSON payload, extra headers) for one request, after its delay."""
+    ) -> tuple[int, dict[str, Any], dict[str, str], dict[str, Any]]:
+        """Return (status, JSON payload, extra headers, the request's record) for one request,
+        after its delay; the record gets "replied" (time.monotonic()) once the reply is sent."""
         if method != "POST":
-            return 501, {"error": {"type": "not_implemented", "message": method}}, {}
+            return 501, {"error": {"type": "not_implemented", "message": method}}, {}, {}
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -258,13 +261,13 @@ class JudgeServer:
         elif path.endswith("/messages"):
             flavour = "anthropic"
         else:
-            return 404, {"error": {"type": "not_found", "message": path}}, {}
+            return 404, {"error": {"type": "not_found", "message": path}}, {}, record
         if behaviour.kind == "status":
             extra = dict(behaviour.headers)
             if behaviour.retry_after is not None:
                 extra["Retry-After"] = str(behaviour.retry_after)
-            return behaviour.status_code, _error_body(flavour, behaviour), extra
-        return 200, _reply_body(flavour, body, behaviour), dict(behaviour.headers)
+            return behaviour.status_code, _error_body(flavour, behaviour), extra, record
+        return 200, _reply_body(flavour, body, behaviour), dict(behaviour.headers), record
 
 
 async def _read_request(
