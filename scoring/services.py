@@ -581,6 +581,20 @@ def _mark_lost_calls(*, judge: Judge, response_id: int | None, key_entry_id: int
     ).update(outcome=JudgeCall.Outcome.LOST, detail="in flight when its worker stopped; called again")
 
 
+def _graded_outcome(result: Any, judge: Judge) -> tuple[str, str, str]:
+    """Return (item state, rationale, detail) for a judge's GradeResult: "unparsed" with a
+    rationale saying why when it holds no grade (counted as unparsed, never as 0), and a note
+    when the backend answered with another prompt version than the Judge row's."""
+    state = RunItem.State.GRADED if result.grade is not None else RunItem.State.UNPARSED
+    rationale = result.rationale or ""
+    if result.grade is None and not rationale:
+        rationale = f"unparsed: {result.parse_error or 'no grade found'}"
+    detail = result.parse_error or ""
+    if result.prompt_version and result.prompt_version != judge.prompt_version:
+        detail = _append_note(detail, f"backend prompt {result.prompt_version}")
+    return state, rationale, detail
+
+
 def grade_pair(
     *,
     run: ScoringRun,
@@ -643,13 +657,7 @@ def grade_pair(
         logger.exception("judge %s raised on response %s", judge.judge_id, response.pk)
         return _judge_failed(run, item, call, f"{type(exc).__name__}: {exc}", retryable=False)
 
-    state = RunItem.State.GRADED if result.grade is not None else RunItem.State.UNPARSED
-    rationale = result.rationale or ""
-    if result.grade is None and not rationale:
-        rationale = f"unparsed: {result.parse_error or 'no grade found'}"
-    detail = result.parse_error or ""
-    if result.prompt_version and result.prompt_version != judge.prompt_version:
-        detail = _append_note(detail, f"backend prompt {result.prompt_version}")
+    state, rationale, detail = _graded_outcome(result, judge)
     try:
         # Insert straight away (no SELECT first): the unique constraint on (response, judge,
         # key entry, prompt version) is what keeps one grade per pair.
@@ -1212,13 +1220,7 @@ def _finished_pair(
         logger.error("judge %s raised on response %s", judge.judge_id, response.pk, exc_info=error)
         return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"{type(error).__name__}: {error}")
 
-    state = RunItem.State.GRADED if result.grade is not None else RunItem.State.UNPARSED
-    rationale = result.rationale or ""
-    if result.grade is None and not rationale:
-        rationale = f"unparsed: {result.parse_error or 'no grade found'}"
-    detail = result.parse_error or ""
-    if result.prompt_version and result.prompt_version != judge.prompt_version:
-        detail = _append_note(detail, f"backend prompt {result.prompt_version}")
+    state, rationale, detail = _graded_outcome(result, judge)
     grade = {
         "response_id": response.pk, "judge_id": judge.pk, "key_entry_id": key_entry.pk,
         "prompt_version": judge.prompt_version, "grade": result.grade, "rationale": rationale,
