@@ -1,7 +1,7 @@
 """Celery tasks of re-scoring and key-audit runs: ids in, services do the work.
 
 - `scoring.run_start(run_id)`: mark the run running and fan its pending pairs out in
-  chunks of SNAGLIST_RESCORE_CHUNK (50) to `scoring.grade_chunk`. Sending it again is
+  chunks of SNAGLIST_RESCORE_CHUNK (500; see services.DEFAULT_CHUNK_SIZE) to `scoring.grade_chunk`. Sending it again is
   how a run resumes (`rescore --resume`): settled pairs are skipped.
 - `scoring.grade_chunk(run_id, pairs)`: settle each pair ([response id or null, judge id,
   key entry id]) by the run's kind; the chunk that settles the last pair closes the run
