@@ -823,15 +823,18 @@ def _wanted_threads(work: Sequence[tuple], judges: dict[int, Judge]) -> int:
     per_judge: dict[int, int] = {}
     for entry in work:
         per_judge[entry[0][1]] = per_judge.get(entry[0][1], 0) + 1
-    total = 0
-    for judge_id, n in per_judge.items():
-        judge = judges[judge_id]
-        if judge.backend == "reference":
-            limit = 1
-        else:
-            limit = (judge.backend_settings or {}).get("concurrency") or DEFAULT_JUDGE_CONCURRENCY
-        total += min(n, max(1, int(limit)))
+    total = sum(
+        1 if judges[judge_id].backend == "reference" else _judge_window(judges[judge_id], n)
+        for judge_id, n in per_judge.items()
+    )
     return max(1, total)
+
+
+def _judge_window(judge: Judge, pending: int) -> int:
+    """Return how many of a judge's calls one chunk keeps in flight: its `concurrency`
+    (DEFAULT_JUDGE_CONCURRENCY if unset), no more than it has pairs, at least 1."""
+    limit = (judge.backend_settings or {}).get("concurrency") or DEFAULT_JUDGE_CONCURRENCY
+    return max(1, min(pending, int(limit)))
 
 
 class _ChunkThreads:
@@ -1349,13 +1352,6 @@ def _async_ready(work: Sequence[tuple], backends: dict[int, Any]) -> bool:
     anthropic backends over their own transport); the reference judge, a refused
     configuration and test doubles take the threaded path."""
     return all(getattr(backends[entry[0][1]], "supports_async", False) for entry in work)
-
-
-def _judge_window(judge: Judge, pending: int) -> int:
-    """Return how many of a judge's calls one chunk keeps in flight: its `concurrency`
-    (DEFAULT_JUDGE_CONCURRENCY if unset), no more than it has pairs, at least 1."""
-    limit = (judge.backend_settings or {}).get("concurrency") or DEFAULT_JUDGE_CONCURRENCY
-    return max(1, min(pending, int(limit)))
 
 
 def _grade_async(
