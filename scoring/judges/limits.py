@@ -17,6 +17,7 @@ import asyncio
 import random
 import time
 import uuid
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -162,7 +163,9 @@ class RedisLimiter:
         self._extend_lease = redis_client.register_script(_EXTEND_LEASE)
         self._take_rpm = redis_client.register_script(_TAKE_RPM_TOKEN)
         self._exchange = redis_client.register_script(_EXCHANGE_LEASES)
-        self._brokers: dict[int, AsyncLeaseBroker] = {}
+        # One broker per event loop, forgotten with its loop (an id() could be reused by a
+        # later loop, and a broker's event and task belong to the loop that made them).
+        self._brokers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def keys(self) -> list[str]:
         """Return the Redis keys this limiter writes."""
@@ -264,9 +267,9 @@ class RedisLimiter:
         lease_id = None
         if self.max_concurrency is not None:
             loop = asyncio.get_running_loop()
-            broker = self._brokers.get(id(loop))
+            broker = self._brokers.get(loop)
             if broker is None:
-                broker = self._brokers[id(loop)] = AsyncLeaseBroker(self)
+                broker = self._brokers[loop] = AsyncLeaseBroker(self)
             lease_id = await broker.acquire(deadline)
         try:
             while (hint := self.try_take_token()) != 0.0:
