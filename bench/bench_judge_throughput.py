@@ -169,8 +169,11 @@ def _serve_judge_api(latency: float, conn) -> None:
 
 
 def machine_cpu_seconds() -> dict[str, float]:
-    """Return CPU seconds used so far by PostgreSQL's processes, redis-server and this process."""
-    totals = {"postgres": 0.0, "redis": 0.0}
+    """Return CPU seconds used so far by redis-server, this process and the whole machine.
+
+    PostgreSQL is in the machine's total only: its backends end with their connections (one
+    per chunk task), and an ended process's CPU can no longer be read."""
+    totals = {"redis": 0.0}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -179,9 +182,7 @@ def machine_cpu_seconds() -> dict[str, float]:
             used = cpu_seconds(int(entry.name))
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
-        if comm.startswith("postgres"):
-            totals["postgres"] += used
-        elif comm.startswith("redis-server"):
+        if comm.startswith("redis-server"):
             totals["redis"] += used
     totals["bench"] = cpu_seconds(os.getpid())
     # The whole machine (from /proc/stat: every CPU's busy time), which also counts the
@@ -361,7 +362,6 @@ def run(args: argparse.Namespace) -> dict:
             "pss_mb": peak_pss,
             "worker_cpu_s": cpu,
             "cpu_ms_per_call": 1000 * cpu / max(1, calls),
-            "postgres_cpu_s": others["postgres"],
             "redis_cpu_s": others["redis"],
             "bench_cpu_s": others["bench"],
             "server_cpu_s": server_cpu,
