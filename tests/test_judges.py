@@ -1013,7 +1013,9 @@ def test_event_loop_slots_keep_the_cap_across_workers(redis_db: Any) -> None:
 
 def test_event_loop_slots_share_the_cap_between_waiting_workers(redis_db: Any) -> None:
     """A worker holding every slot does not take a freed one back while another waits: with
-    two workers waiting each may hold ceil(cap / 2), so the freed slot goes to the other."""
+    two workers waiting each may hold ceil(cap / 2), so the freed slot goes to the other.
+    (The holder's share is stale, older than 2 x poll_seconds, so its freed slot goes back
+    through Redis rather than straight to its own waiting call.)"""
     key = f"share-{uuid.uuid4().hex}"
     a = make_limiter(redis_db, key, max_concurrency=4, poll_seconds=0.005)
     b = make_limiter(redis_db, key, max_concurrency=4, poll_seconds=0.005)
@@ -1065,6 +1067,85 @@ def test_event_loop_slots_share_the_cap_between_waiting_workers(redis_db: Any) -
     assert events == ["b", "a again"]
     client, _ = redis_db
     assert client.zcard(a.lease_key) == 0
+
+
+def test_event_loop_slot_freed_here_passes_to_a_waiting_call_without_a_redis_exchange(
+    redis_db: Any,
+) -> None:
+    """A slot freed while a call of the same worker waits goes straight to that call: no
+    exchange with Redis between the release and the entry, and Redis never holds more than
+    the cap. (poll_seconds 0.5: the broker's share stays fresh for 1 s, and its next poll
+    comes 0.25 s or more after the grant.)"""
+    key = f"handover-{uuid.uuid4().hex}"
+    limiter = make_limiter(redis_db, key, max_concurrency=2, poll_seconds=0.5)
+    client, _ = redis_db
+    exchanges: list[tuple] = []
+    real = limiter.exchange_leases
+
+    def counting(*args: Any) -> tuple:
+        exchanges.append(args)
+        return real(*args)
+
+    limiter.exchange_leases = counting  # type: ignore[method-assign]
+    seen: dict[str, int] = {}
+
+    async def main() -> None:
+        gates = {name: asyncio.Event() for name in "ab"}
+
+        async def call(name: str) -> None:
+            async with limiter.aslot(timeout=5):
+                seen[name] = len(exchanges)
+                seen[name + " leases"] = client.zcard(limiter.lease_key)
+                if name in gates:
+                    await gates[name].wait()
+
+        tasks = [asyncio.create_task(call(n)) for n in "abc"]
+        while len(seen) < 4:
+            await asyncio.sleep(0.001)
+        seen["before release"] = len(exchanges)
+        gates["a"].set()
+        while "c" not in seen:
+            await asyncio.sleep(0.001)
+        gates["b"].set()
+        await asyncio.gather(*tasks)
+        await asyncio.sleep(0.05)  # the last releases go out with the broker's next exchange
+
+    _in_own_loop(main).join(10)
+    assert seen["c"] == seen["before release"]  # c entered on a's lease, no exchange between
+    assert seen["c leases"] == 2
+    assert client.zcard(limiter.lease_key) == 0
+
+
+def test_event_loop_slot_granted_to_a_cancelled_call_is_handed_back(redis_db: Any) -> None:
+    """A call cancelled after its slot was granted, before it ran, gives the slot back (it
+    would otherwise be held until the lease expired)."""
+    key = f"cancelgrant-{uuid.uuid4().hex}"
+    limiter = make_limiter(redis_db, key, max_concurrency=1, poll_seconds=0.5)
+    client, _ = redis_db
+    outcome: list[str] = []
+
+    async def main() -> None:
+        async def waiter() -> None:
+            # No timeout: with one, Python 3.11's wait_for returns a result that is already
+            # there instead of the cancellation, and the call simply runs.
+            async with limiter.aslot(timeout=None):
+                outcome.append("waiter ran")
+
+        async with limiter.aslot(timeout=5):
+            task = asyncio.create_task(waiter())
+            await asyncio.sleep(0.01)  # the waiter is queued behind this call
+        task.cancel()  # its future already holds the lease this call just handed over
+        try:
+            await task
+        except asyncio.CancelledError:
+            outcome.append("cancelled")
+        async with limiter.aslot(timeout=0.2):  # the slot is free again at once
+            outcome.append("next entered")
+        await asyncio.sleep(0.05)
+
+    _in_own_loop(main).join(10)
+    assert outcome == ["cancelled", "next entered"]
+    assert client.zcard(limiter.lease_key) == 0
 
 
 def test_event_loop_slot_times_out_and_a_late_grant_is_handed_back(redis_db: Any) -> None:

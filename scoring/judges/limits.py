@@ -73,7 +73,8 @@ return math.max(1, tonumber(first[2]) + window - now)
 # processes also wait. KEYS: leases, demand. ARGV: max, lease ms, broker token, want, held
 # (leases this broker holds after the releases), n releases, the released ids, then `want`
 # fresh ids. The demand set holds the brokers that asked for leases in the last second.
-# Returns {granted count, ms to wait before asking again (0 if nothing is held elsewhere)}.
+# Returns {granted count, ms to wait before asking again (0 if nothing is held elsewhere),
+# the caller's fair share: ceil(cap / brokers waiting)}.
 _EXCHANGE_LEASES = """
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -86,8 +87,8 @@ if want > 0 then redis.call('ZADD', KEYS[2], now, token) else redis.call('ZREM',
 redis.call('PEXPIRE', KEYS[2], 2000)
 local waiting = math.max(1, redis.call('ZCARD', KEYS[2]))
 local free = cap - redis.call('ZCARD', KEYS[1])
-local share = math.ceil(cap / waiting) - held
-local grant = math.max(0, math.min(want, free, share))
+local fair = math.ceil(cap / waiting)
+local grant = math.max(0, math.min(want, free, fair - held))
 for i = 1, grant do redis.call('ZADD', KEYS[1], now + lease_ms, ARGV[6 + n_release + i]) end
 if grant > 0 then redis.call('PEXPIRE', KEYS[1], lease_ms + 1000) end
 local wait = 0
@@ -95,7 +96,7 @@ if grant < want then
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   wait = first[2] and math.max(1, tonumber(first[2]) - now) or 1
 end
-return {grant, wait}
+return {grant, wait, fair}
 """
 
 
@@ -196,15 +197,16 @@ class RedisLimiter:
 
     def exchange_leases(
         self, token: str, want: int, held: int, released: list[str], new_ids: list[str]
-    ) -> tuple[int, float]:
+    ) -> tuple[int, float, int]:
         """Release `released`, then grant up to `want` of `new_ids` (in order) within the cap and
-        the caller's fair share; return (granted, ms to wait before asking again)."""
-        granted, wait_ms = self._exchange(
+        the caller's fair share; return (granted, ms to wait before asking again, fair share:
+        the most leases the caller may hold while the brokers now waiting also wait)."""
+        granted, wait_ms, fair = self._exchange(
             keys=[self.lease_key, self.lease_key + ":demand"],
             args=[self.max_concurrency, self.lease_ms, token, want, held, len(released),
                   *released, *new_ids],
         )
-        return int(granted), float(wait_ms)
+        return int(granted), float(wait_ms), int(fair)
 
     def try_take_token(self) -> float:
         """Take one request from the RPM window; return 0.0 if admitted, else seconds to wait."""
@@ -285,11 +287,16 @@ class AsyncLeaseBroker:
 
     A call awaits `acquire()` and hands its lease back with `release()`. Whatever was asked
     and handed back during one turn of the loop goes to Redis as ONE exchange
-    (_EXCHANGE_LEASES): a slot freed here passes at once to a call waiting here, without a
-    poll per waiting call. While other workers wait too, each gets at most its share of the
-    cap (cap / brokers waiting), so no worker is starved; the set of leases, their expiry
-    (a dead worker's slots free up after lease_seconds) and the cap are the same as for
-    `RedisLimiter.slot`. Waiting callers are served first come, first served.
+    (_EXCHANGE_LEASES). While other workers wait too, each gets at most its fair share of
+    the cap (ceil(cap / brokers waiting)), so no worker is starved; the set of leases, their
+    expiry (a dead worker's slots free up after lease_seconds) and the cap are the same as
+    for `RedisLimiter.slot`. Waiting callers are served first come, first served.
+
+    A lease handed back while a call here waits passes straight to it, with no Redis round
+    trip, when the broker holds no more than the fair share Redis gave it within the last
+    `fresh_seconds` (2 x poll_seconds: a broker with callers waiting asks that often) and the
+    lease is younger than half of lease_seconds. Otherwise it goes back through Redis, so a
+    worker that arrives later gets its share within one poll of the others.
     """
 
     def __init__(self, limiter: RedisLimiter) -> None:
@@ -297,6 +304,11 @@ class AsyncLeaseBroker:
         self.token = uuid.uuid4().hex
         self._issued = 0  # lease ids are "<token>:<n>": unique without a uuid4 per id
         self.held = 0
+        self.share = 0  # the fair share Redis reported at the last exchange
+        self.exchanged_at = float("-inf")  # time.monotonic() of the last exchange
+        self.fresh_seconds = 2 * limiter.poll_seconds
+        self.keep_seconds = limiter.lease_ms / 2000
+        self.granted_at: dict[str, float] = {}
         self.waiters: deque[asyncio.Future] = deque()
         self.released: list[str] = []
         self._wake = asyncio.Event()
@@ -304,7 +316,8 @@ class AsyncLeaseBroker:
 
     async def acquire(self, deadline: float | None) -> str:
         """Return a lease id; raise LimiterTimeout if none is granted by `deadline`
-        (time.monotonic(); None waits for ever)."""
+        (time.monotonic(); None waits for ever). A lease granted just as the caller was
+        cancelled is handed back, not lost."""
         future = asyncio.get_running_loop().create_future()
         self.waiters.append(future)
         self._kick()
@@ -313,13 +326,33 @@ class AsyncLeaseBroker:
                 return await future
             return await asyncio.wait_for(future, max(0.0, deadline - time.monotonic()))
         except TimeoutError:
+            self._hand_back(future)
             raise LimiterTimeout("judge rate limit: no slot within the timeout") from None
-        finally:
-            if not future.done():
-                future.cancel()
+        except BaseException:
+            self._hand_back(future)
+            raise
+
+    def _hand_back(self, future: asyncio.Future) -> None:
+        if not future.done():
+            future.cancel()
+        elif not future.cancelled() and future.exception() is None:
+            self.release(future.result())
 
     def release(self, lease_id: str) -> None:
-        """Hand a lease back (sent with the next exchange, in this turn of the loop)."""
+        """Hand a lease back: straight to a caller waiting here (see the class), or to Redis
+        with the next exchange, in this turn of the loop."""
+        now = time.monotonic()
+        if (
+            self.held <= self.share
+            and now - self.exchanged_at < self.fresh_seconds
+            and now - self.granted_at.get(lease_id, float("-inf")) < self.keep_seconds
+        ):
+            while self.waiters:
+                waiter = self.waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(lease_id)
+                    return
+        self.granted_at.pop(lease_id, None)
         self.released.append(lease_id)
         self._kick()
 
@@ -341,18 +374,23 @@ class AsyncLeaseBroker:
             self.held -= len(released)
             ids = [f"{self.token}:{n}" for n in range(self._issued, self._issued + want)]
             self._issued += want
-            granted, wait_ms = self.limiter.exchange_leases(self.token, want, self.held, released, ids)
+            granted, wait_ms, self.share = self.limiter.exchange_leases(
+                self.token, want, self.held, released, ids
+            )
+            now = self.exchanged_at = time.monotonic()
             self.held += granted
             for lease_id in ids[:granted]:
+                self.granted_at[lease_id] = now
                 while self.waiters and self.waiters[0].done():
                     self.waiters.popleft()
                 if self.waiters:
                     self.waiters.popleft().set_result(lease_id)
                 else:  # its caller gave up meanwhile
+                    self.granted_at.pop(lease_id)
                     self.released.append(lease_id)
             if want > granted and not self.released:
-                # Wait for a slot of ours to come back, or poll again (jittered) for one freed
-                # elsewhere; a release here wakes us at once.
+                # Wait for a slot of ours to go back to Redis, or poll again (jittered) for
+                # one freed elsewhere; a release through Redis wakes us at once.
                 self._wake.clear()
                 delay = self.limiter._lease_wait(wait_ms / 1000.0)
                 try:
