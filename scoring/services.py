@@ -1345,6 +1345,9 @@ def _grade_chunk_batched(
 ASYNC_CLAIM_BATCH = 32
 # How often the async path asks the database whether the run was cancelled.
 STOP_CHECK_SECONDS = 0.5
+# The async path's thread looks at finished calls this often (or sooner, once enough have
+# finished to submit a batch): a wake-up per finished call cost more CPU than the call.
+ASYNC_POLL_SECONDS = 0.02
 
 
 def _async_ready(work: Sequence[tuple], backends: dict[int, Any]) -> bool:
@@ -1361,20 +1364,25 @@ def _grade_async(
     """Grade a chunk's pairs with their calls in flight on the judge event loop.
 
     This thread does all the database work, in batches, and the loop only the HTTP:
-    - each judge keeps up to `_judge_window` calls in flight for this chunk (its Redis
-      limiter still caps it across workers, and the backend's semaphore per process);
+    - each judge has up to 2 x `_judge_window` calls handed to the loop for this chunk: the
+      window's worth in flight (its Redis limiter still caps it across workers, and the
+      backend's semaphore per process) and as many again queued behind them, so a freed slot
+      is taken at once by a call already on the loop;
+    - calls are handed over in batches of at least half a window (or whatever is left, or at
+      once when fewer than a window are on the loop), and this thread wakes when a batch has
+      finished or every ASYNC_POLL_SECONDS, not per call;
     - pairs are claimed ASYNC_CLAIM_BATCH at a time by one conditional UPDATE (pairs leased
       elsewhere go to `busy`), and their unfinished earlier calls are marked lost;
     - every call still gets its own "started" ledger row, committed before the call is
-      submitted; the rows of the calls submitted together are one INSERT;
+      handed over; the rows of the calls handed over together are one INSERT;
     - finished pairs go to `settler` (grade, ledger, items, counters in one transaction);
     - the run is checked for a cancel every STOP_CHECK_SECONDS: then nothing more is
-      submitted, the calls in flight are waited for and settled (they are paid), and pairs
-      claimed but not called are released.
+      submitted, the calls on the loop are waited for and settled (a queued one still goes
+      out: it was recorded as started), and pairs claimed but not handed over are released.
     On an error here (database, soft time limit) the calls still in flight are cancelled:
     their pairs keep lease and "started" row and count as lost when claimed again.
     """
-    import queue
+    import threading
     import time
     from collections import deque
 
@@ -1384,10 +1392,14 @@ def _grade_async(
     pending: dict[int, deque] = {}
     for entry in absent:
         pending.setdefault(entry[0][1], deque()).append(entry)
-    window = {jid: _judge_window(judges[jid], len(q)) for jid, q in pending.items()}
+    slots = {jid: _judge_window(judges[jid], len(q)) for jid, q in pending.items()}
+    window = {jid: min(len(pending[jid]), 2 * slots[jid]) for jid in pending}
+    batch = {jid: max(1, slots[jid] // 2) for jid in pending}
     ready: dict[int, deque] = {jid: deque() for jid in pending}
     in_flight = dict.fromkeys(pending, 0)
-    done: queue.SimpleQueue = queue.SimpleQueue()
+    done: deque = deque()  # appended on the loop's thread, popped here (deque ops are atomic)
+    wake = threading.Event()
+    wake_after = min(batch.values(), default=1)
     tasks: list = []
     stopped = False
     next_check = time.monotonic() + STOP_CHECK_SECONDS
@@ -1401,11 +1413,16 @@ def _grade_async(
         _mark_lost_many([(e[1], e[0][0], e[0][2]) for e in mine])
         ready[jid].extend(mine)
 
+    def finished(item: tuple) -> None:  # on the loop's thread
+        done.append(item)
+        if len(done) >= wake_after:
+            wake.set()
+
     def submit() -> None:
         launch: list[tuple] = []
         for jid in pending:
             room = window[jid] - in_flight[jid]
-            if room <= 0:
+            if room <= 0 or (room < batch[jid] and in_flight[jid] >= slots[jid]):
                 continue
             if len(ready[jid]) < room and pending[jid]:
                 claim(jid, room)
@@ -1416,7 +1433,7 @@ def _grade_async(
             return
         calls = JudgeCall.objects.bulk_create([_started_call(run, e) for e in launch])
         coros = [backends[e[0][1]].agrade(_grading_input(e, scale)) for e in launch]
-        aio.start_all(coros, lambda i, task, launch=launch, calls=calls: done.put((launch[i], calls[i], task)),
+        aio.start_all(coros, lambda i, task, launch=launch, calls=calls: finished((launch[i], calls[i], task)),
                       tasks)
 
     def settle(entry: tuple, call: JudgeCall, task: Any) -> None:
@@ -1436,12 +1453,11 @@ def _grade_async(
                 if stopped or not any(pending.values()) and not any(ready.values()):
                     break
                 continue
-            try:
-                settle(*done.get(timeout=SETTLE_SECONDS))
-                while True:
-                    settle(*done.get_nowait())
-            except queue.Empty:
-                settler.flush_if_due()
+            wake.wait(ASYNC_POLL_SECONDS)
+            wake.clear()
+            while done:
+                settle(*done.popleft())
+            settler.flush_if_due()
             if not stopped and time.monotonic() >= next_check:
                 next_check = time.monotonic() + STOP_CHECK_SECONDS
                 stopped = _run_stopped(run)
