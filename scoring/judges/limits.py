@@ -319,8 +319,11 @@ class AsyncLeaseBroker:
         (time.monotonic(); None waits for ever). A lease granted just as the caller was
         cancelled is handed back, not lost."""
         future = asyncio.get_running_loop().create_future()
+        # With callers already waiting the broker is polling (every poll_seconds or so) and
+        # the new one is asked for then: no extra exchange per call handed to the loop.
+        polling = bool(self.waiters)
         self.waiters.append(future)
-        self._kick()
+        self._kick(wake=not polling)
         try:
             if deadline is None:
                 return await future
@@ -356,10 +359,10 @@ class AsyncLeaseBroker:
         self.released.append(lease_id)
         self._kick()
 
-    def _kick(self) -> None:
+    def _kick(self, wake: bool = True) -> None:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
-        else:
+        elif wake:
             self._wake.set()
 
     async def _run(self) -> None:
