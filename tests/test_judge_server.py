@@ -250,3 +250,69 @@ def test_fixed_latency_applies_to_every_reply(
     assert grade(b, mode).grade == 2
     assert grade(b, mode).grade == 2
     assert time.monotonic() - started >= 0.2
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_async_calls_hold_a_limiter_slot_only_for_the_request_on_the_wire(
+    sdk: str, judge_server: JudgeServer, secret_env: str
+) -> None:
+    """The event-loop path takes its concurrency slot in the HTTP transport: with a cap of 2,
+    8 calls started together never have more than 2 requests at the server at once (each
+    request's span from its arrival to its reply), and all 8 are graded with 8 requests."""
+    import asyncio
+    import uuid
+
+    import redis
+
+    from scoring.judges import RedisLimiter
+
+    client = redis.Redis(host="127.0.0.1", port=6379, db=15)
+    limiter = RedisLimiter(client, f"wire-{uuid.uuid4().hex}", prefix="snaglist-test:judges",
+                           max_concurrency=2, poll_seconds=0.005)
+    judge_server.latency = 0.05
+    b = backend(sdk, judge_server)
+    b.limiter = limiter
+
+    async def eight() -> list[Any]:
+        return await asyncio.gather(*(b.agrade(INPUT) for _ in range(8)))
+
+    try:
+        results = aio.run(eight(), timeout=30)
+        spans = [(r["t"], r["replied"]) for r in judge_server.requests]
+    finally:
+        client.delete(*limiter.keys())
+        client.close()
+    assert [r.grade for r in results] == [2] * 8
+    assert len(spans) == 8
+    events = sorted([(t, 1) for t, _ in spans] + [(t, -1) for _, t in spans])
+    level = peak = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    assert peak == 2
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_async_limiter_timeout_is_not_retried_as_a_connection_error(
+    sdk: str, judge_server: JudgeServer, secret_env: str
+) -> None:
+    """A slot that does not come in time (LimiterTimeout, raised inside the SDK's transport,
+    which reports it as a connection error) reaches the caller as LimiterTimeout, at once:
+    no retries, no request sent."""
+    from contextlib import asynccontextmanager
+
+    from scoring.judges import LimiterTimeout
+
+    class NoSlot:
+        @asynccontextmanager
+        async def aslot(self, timeout: float | None = None) -> Any:
+            raise LimiterTimeout("judge rate limit: no slot within the timeout")
+            yield  # pragma: no cover - makes this an async generator
+
+    sleeps = Sleeps()
+    b = backend(sdk, judge_server, sleeps)
+    b.limiter = NoSlot()
+    with pytest.raises(LimiterTimeout):
+        aio.run(b.agrade(INPUT), timeout=30)
+    assert judge_server.requests == []
+    assert sleeps == []

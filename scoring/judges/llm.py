@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import JudgeBackend, JudgeConfig
-from .limits import NullLimiter
+from .limits import LimiterTimeout, NullLimiter
 from .parsing import is_truncated, parse_grade, parse_verdict
 from .prompts import (
     AUDITOR_PROMPT_VERSION,
@@ -193,8 +193,15 @@ class ChatBackend(JudgeBackend):
 
     async def _acomplete_retrying(self, prompt: str, max_tokens: int, state: _AsyncState) -> Completion:
         async def attempt() -> Completion:
-            async with self.limiter.aslot(timeout=self.limiter_timeout):
+            # The concurrency slot and RPM token are taken by the transport (_SlotTransport),
+            # around the HTTP exchange only; the SDK reports a LimiterTimeout raised there as
+            # a connection error, which is unwrapped here so it is not retried as one.
+            try:
                 return await self._acomplete(state.client(self._api_key()), prompt, max_tokens)
+            except Exception as exc:
+                if isinstance(exc.__cause__, LimiterTimeout):
+                    raise exc.__cause__ from None
+                raise
 
         return await acall_with_retries(attempt, self._classify, self.policy)
 
@@ -205,7 +212,9 @@ class ChatBackend(JudgeBackend):
         if self._aio is None or self._aio.loop is not loop:
             self._aio = _AsyncState(
                 loop=loop,
-                http_client=self._async_http_client(),
+                http_client=self._async_http_client(
+                    lambda: self.limiter.aslot(timeout=self.limiter_timeout)
+                ),
                 local_slots=asyncio.Semaphore(max(1, self.config.concurrency or 64)),
                 factory=self._async_client,
             )
@@ -246,8 +255,9 @@ class ChatBackend(JudgeBackend):
         """Return one reply from the API; SDK errors propagate to _classify."""
 
     @abstractmethod
-    def _async_http_client(self) -> Any:
-        """Return a new pooled async HTTP client for the SDK (aiohttp transport if installed)."""
+    def _async_http_client(self, slot: Callable[[], Any]) -> Any:
+        """Return a new pooled async HTTP client for the SDK (aiohttp transport if installed)
+        whose every request holds `slot()` (see _slotted_http_client)."""
 
     @abstractmethod
     def _async_client(self, api_key: str, http_client: Any) -> Any:
@@ -286,14 +296,64 @@ def _as_coroutine(sleep: Callable[[float], None]) -> Callable[[float], Any]:
     return asleep
 
 
-def _aiohttp_or_httpx(sdk: Any, timeout: float) -> Any:
+def _slotted_http_client(sdk: Any, timeout: float, slot: Callable[[], Any]) -> Any:
     """Return the SDK's aiohttp-backed async client (its documented choice for many concurrent
     calls: about 1.1 ms of CPU per call here against 1.5 ms over httpx), or its default
-    async httpx client when the `aiohttp` extra is missing."""
+    async httpx client when the `aiohttp` extra is missing, with each transport it makes
+    (direct and proxied) wrapped in a _SlotTransport holding `slot()` per request.
+
+    The wrapping overrides the client's transport factories (`_init_transport`,
+    `_init_proxy_transport`: the hooks the SDK's own aiohttp client overrides), so every
+    request the SDK sends, through a proxy or not, holds a slot."""
+    def slotted(base: type) -> type:
+        class SlottedClient(base):
+            def _init_transport(self, *args: Any, **kwargs: Any) -> Any:
+                return _SlotTransport(super()._init_transport(*args, **kwargs), slot)
+
+            def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> Any:
+                return _SlotTransport(super()._init_proxy_transport(*args, **kwargs), slot)
+
+        return SlottedClient
+
     try:
-        return sdk.DefaultAioHttpClient(timeout=timeout)
+        return slotted(sdk.DefaultAioHttpClient)(timeout=timeout)
     except RuntimeError:
-        return sdk.DefaultAsyncHttpxClient(timeout=timeout)
+        return slotted(sdk.DefaultAsyncHttpxClient)(timeout=timeout)
+
+
+class _SlotTransport:
+    """An async HTTP transport (httpx's AsyncBaseTransport interface) that holds one limiter
+    slot and RPM token (`slot()`, an async context manager) for each request, from just
+    before it is sent until its whole body has been read, and no longer: the SDK's request
+    building and reply parsing happen outside the slot, so a judge's `concurrency` counts
+    requests on the wire. The response is returned with its body read and its connection
+    back in the pool."""
+
+    def __init__(self, inner: Any, slot: Callable[[], Any]) -> None:
+        self.inner = inner
+        self.slot = slot
+
+    async def handle_async_request(self, request: Any) -> Any:
+        """Send `request` through the wrapped transport within a slot; return the response
+        (body read). Raises LimiterTimeout, or whatever the wrapped transport raises."""
+        async with self.slot():
+            response = await self.inner.handle_async_request(request)
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+            return response
+
+    async def aclose(self) -> None:
+        """Close the wrapped transport."""
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> _SlotTransport:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.inner.__aexit__(*exc_info)
 
 
 class OpenAIBackend(ChatBackend):
@@ -341,10 +401,10 @@ class OpenAIBackend(ChatBackend):
         )
         return self._completion(completion)
 
-    def _async_http_client(self) -> Any:
+    def _async_http_client(self, slot: Callable[[], Any]) -> Any:
         import openai
 
-        return _aiohttp_or_httpx(openai, self.config.timeout)
+        return _slotted_http_client(openai, self.config.timeout, slot)
 
     def _async_client(self, api_key: str, http_client: Any) -> Any:
         import openai
@@ -420,10 +480,10 @@ class AnthropicBackend(ChatBackend):
     def _complete(self, prompt: str, max_tokens: int, api_key: str) -> Completion:
         return self._completion(self._client(api_key).messages.create(**self._request(prompt, max_tokens)))
 
-    def _async_http_client(self) -> Any:
+    def _async_http_client(self, slot: Callable[[], Any]) -> Any:
         import anthropic
 
-        return _aiohttp_or_httpx(anthropic, self.config.timeout)
+        return _slotted_http_client(anthropic, self.config.timeout, slot)
 
     def _async_client(self, api_key: str, http_client: Any) -> Any:
         import anthropic
