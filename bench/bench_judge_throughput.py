@@ -109,6 +109,44 @@ class PeakPss:
         return self.peak
 
 
+class LeaseSampler:
+    """Sample, every 10 ms on a thread, how many concurrency leases the judges' Redis limiters
+    hold (the ZCARD of every `*:leases` key in the benchmark's Redis db); `mean` is the
+    average over the samples taken while any lease was held."""
+
+    def __init__(self, url: str) -> None:
+        import threading
+
+        import redis
+
+        self.client = redis.Redis.from_url(url)
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        keys: list[bytes] = []
+        n = 0
+        while not self._stop.wait(0.01):
+            if n % 50 == 0:  # a judge's key appears with its first lease: look again twice a second
+                keys = list(self.client.scan_iter(match="*:leases"))
+            n += 1
+            if not keys:
+                continue
+            pipe = self.client.pipeline(transaction=False)
+            for key in keys:
+                pipe.zcard(key)
+            held = sum(pipe.execute())
+            if held:
+                self.samples.append(held)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return sum(self.samples) / len(self.samples) if self.samples else 0.0
+
+
 def cpu_seconds(pid: int) -> float:
     """Return user + system CPU seconds used so far by a process (all its threads)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -143,6 +181,10 @@ class ServerProcess:
         """Seconds from each request's arrival to its reply being written."""
         return self._ask("replies")
 
+    def intervals(self) -> list[tuple[float, float]]:
+        """(arrival, reply written) of each request, time.monotonic()."""
+        return self._ask("intervals")
+
     def stop(self) -> None:
         self._ask("stop")
         self.process.join(10)
@@ -162,6 +204,8 @@ def _serve_judge_api(latency: float, conn) -> None:
             conn.send([r["t"] for r in server.requests])
         elif command == "replies":
             conn.send([r["replied"] - r["t"] for r in server.requests if "replied" in r])
+        elif command == "intervals":
+            conn.send([(r["t"], r["replied"]) for r in server.requests if "replied" in r])
         elif command == "stop":
             server.stop()
             conn.send(True)
@@ -323,18 +367,25 @@ def run(args: argparse.Namespace) -> dict:
         cpu0 = family_cpu_seconds(worker.process.pid, seen)
         others0 = machine_cpu_seconds()
         pss = PeakPss(worker.process.pid)
+        leases = LeaseSampler(REDIS_URL)
         started = time.monotonic()
         worker.send("scoring.run_start", run_obj.pk)
         run_obj = worker.wait_for_run(run_obj.pk, timeout=args.timeout)
         wall = time.monotonic() - started
         rss = peak_rss_mb(worker.process.pid)
         peak_pss = pss.stop()
+        slots_held = leases.stop()
         cpu = family_cpu_seconds(worker.process.pid, seen) - cpu0
         others = {k: v - others0[k] for k, v in machine_cpu_seconds().items()}
         arrivals = server.arrivals()
         replies = sorted(server.reply_times())
         server_cpu = cpu_seconds(server.process.pid) - server_cpu0
         peak, mean = in_flight(arrivals, args.latency)
+        spans = server.intervals()
+        at_server = (
+            sum(b - a for a, b in spans) / (max(b for _, b in spans) - min(a for a, _ in spans))
+            if spans else 0.0
+        )
         if os.environ.get("BENCH_TIMELINE"):
             first = started
             buckets: dict[int, int] = {}
@@ -367,6 +418,8 @@ def run(args: argparse.Namespace) -> dict:
             "server_cpu_s": server_cpu,
             "machine_cpu_s": others["machine"],
             "machine_busy": others["machine"] / (wall * (os.cpu_count() or 1)),
+            "slots_held_mean": slots_held,
+            "at_server_mean": at_server,
             "peak_in_flight": peak,
             "mean_in_flight": mean,
             "server_reply_ms": 1000 * sum(replies) / max(1, len(replies)),
