@@ -36,7 +36,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Model, Q
 from django.utils import timezone
 
 from questions.errors import DomainError, InvalidTransitionError
@@ -530,7 +530,7 @@ def _release(item: RunItem) -> None:
 
 
 def _settle(
-    *, run: ScoringRun, item: RunItem, state: str, call: JudgeCall | None = None,
+    *, run: ScoringRun, item: RunItem, state: str, call: JudgeCall | _CallRef | None = None,
     call_outcome: str = "", detail: str = "",
 ) -> bool:
     """Move the item from pending to `state` and bump the run counters; False if already settled.
@@ -771,7 +771,9 @@ def _is_database_error(exc: BaseException) -> bool:
     return isinstance(exc, DatabaseError | InterfaceError)
 
 
-def _judge_failed(run: ScoringRun, item: RunItem, call: JudgeCall, detail: str, *, retryable: bool) -> str:
+def _judge_failed(
+    run: ScoringRun, item: RunItem, call: JudgeCall | _CallRef, detail: str, *, retryable: bool
+) -> str:
     if retryable:
         JudgeCall.objects.filter(pk=call.pk).update(outcome=JudgeCall.Outcome.RETRY, detail=detail[:2000])
         RunItem.objects.filter(pk=item.pk).update(lease_until=None, detail=detail[:2000])
@@ -1037,6 +1039,45 @@ def _claim_many(item_ids: Sequence[int]) -> set[int]:
         return {row[0] for row in cursor.fetchall()}
 
 
+def _insert_rows(model: type[Model], columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[int]:
+    """INSERT `rows` (values in `columns` order; column names are field attnames such as
+    "run_id") into `model`'s table as ONE multi-row INSERT ... RETURNING id; return the new
+    ids in the rows' order. `created_at` (auto_now_add) is filled in with the current time.
+
+    Why not QuerySet.bulk_create: for the rows of a grade run's hot path (the "started"
+    ledger rows, the grades) it spent ~0.1 ms of CPU per row on per-object field
+    preparation, as much as the rest of a judge call's database work; this writes the same
+    rows for one statement's cost. No signals are sent (nor does bulk_create send them);
+    database constraints and triggers apply as usual (IntegrityError propagates).
+    Works on PostgreSQL and SQLite >= 3.35 (RETURNING). The returned ids are sorted: ids
+    come from one sequence, called row by row in the VALUES order.
+    """
+    from django.db import connection
+
+    if not rows:
+        return []
+    meta = model._meta
+    qn = connection.ops.quote_name
+    names = list(columns)
+    values: list[Any] = []
+    stamp = None
+    if any(f.attname == "created_at" for f in meta.concrete_fields) and "created_at" not in names:
+        names.append("created_at")
+        stamp = connection.ops.adapt_datetimefield_value(timezone.now())
+    for row in rows:
+        values.extend(row)
+        if stamp is not None:
+            values.append(stamp)
+    marks = "(" + ", ".join(["%s"] * len(names)) + ")"
+    sql = (
+        f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(meta.get_field(n).column) for n in names)}) "
+        f"VALUES {', '.join([marks] * len(rows))} RETURNING {qn(meta.pk.column)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        return sorted(row[0] for row in cursor.fetchall())
+
+
 def _mark_lost_many(pairs: Sequence[tuple[Judge, int | None, int]]) -> int:
     """_mark_lost_calls for several pairs: one SELECT (usually empty) and at most one UPDATE."""
     if not pairs:
@@ -1111,9 +1152,10 @@ class _BatchSettler:
         with transaction.atomic():
             with_grade = [d for d in batch if d.grade is not None]
             if with_grade:
+                columns = tuple(with_grade[0].grade)
                 try:
                     with transaction.atomic():
-                        Grade.objects.bulk_create([Grade(**d.grade) for d in with_grade])
+                        _insert_rows(Grade, columns, [[d.grade[c] for c in columns] for d in with_grade])
                 except IntegrityError:
                     # Some pair's grade was written meanwhile (another run or delivery):
                     # insert one by one and reuse the ones that exist, paying nothing more.
@@ -1172,6 +1214,26 @@ def _grading_input(entry: tuple, scale: list) -> Any:
     )
 
 
+@dataclass(frozen=True)
+class _CallRef:
+    """A ledger row written by _insert_rows: its id is all the settle path needs of it."""
+
+    pk: int
+
+
+_STARTED_COLUMNS = ("run_id", "judge_id", "response_id", "key_entry_id", "prompt_version", "outcome", "detail")
+
+
+def _started_rows(run: ScoringRun, entries: Sequence[tuple]) -> list[_CallRef]:
+    """Write the "started" ledger rows of `entries`' calls in ONE INSERT (committed before
+    the calls go out); return references to them in the entries' order."""
+    rows = [
+        (run.pk, judge.pk, response.pk, key_entry.pk, judge.prompt_version, JudgeCall.Outcome.STARTED, "")
+        for _, judge, key_entry, response, _, _ in entries
+    ]
+    return [_CallRef(pk) for pk in _insert_rows(JudgeCall, _STARTED_COLUMNS, rows)]
+
+
 def _started_call(run: ScoringRun, entry: tuple) -> JudgeCall:
     """Return an unsaved "started" ledger row for the entry's call."""
     _, judge, key_entry, response, _, _ = entry
@@ -1199,7 +1261,7 @@ def _grade_one(
 
 
 def _finished_pair(
-    run: ScoringRun, entry: tuple, call: JudgeCall, final_attempt: bool, *,
+    run: ScoringRun, entry: tuple, call: JudgeCall | _CallRef, final_attempt: bool, *,
     result: Any = None, error: BaseException | None = None,
 ) -> _Finished:
     """Turn a judge's answer (`result`, a GradeResult) or its failure (`error`) into what to
@@ -1431,7 +1493,7 @@ def _grade_async(
             in_flight[jid] += take
         if not launch:
             return
-        calls = JudgeCall.objects.bulk_create([_started_call(run, e) for e in launch])
+        calls = _started_rows(run, launch)
         coros = [backends[e[0][1]].agrade(_grading_input(e, scale)) for e in launch]
         aio.start_all(coros, lambda i, task, launch=launch, calls=calls: finished((launch[i], calls[i], task)),
                       tasks)

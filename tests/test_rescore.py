@@ -355,3 +355,31 @@ def test_chunks_cover_every_pair_once_and_ramp_up_on_long_runs():
         assert covered == list(range(n))
         assert all(0 < end - start <= size for start, end in bounds)
     assert chunk_bounds(0, 10) == []
+
+
+@pytest.mark.sqlite
+def test_started_ledger_rows_are_one_insert_in_the_entries_order(
+    data, django_assert_num_queries
+):
+    """The event-loop path writes a chunk's "started" ledger rows with ONE INSERT (raw
+    multi-row VALUES ... RETURNING, on PostgreSQL and SQLite alike) and hands back their ids
+    in the entries' order: each id's row names that entry's judge, response and key entry."""
+    from questions.models import Response
+
+    run = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
+    entries_of = {e.question_id: e for e in data.original.entries.all()}
+    responses = list(Response.objects.filter(question__benchmark=data.benchmark).order_by("-pk")[:5])
+    assert len(responses) == 5
+    judges = [data.judges[n % 2] for n in range(5)]
+    entries = [(None, j, entries_of[r.question_id], r, None, False) for j, r in zip(judges, responses, strict=True)]
+    with django_assert_num_queries(1):
+        refs = services._started_rows(run, entries)
+    rows = {c.pk: c for c in JudgeCall.objects.filter(pk__in=[r.pk for r in refs])}
+    assert len(rows) == 5
+    for ref, judge, response in zip(refs, judges, responses, strict=True):
+        call = rows[ref.pk]
+        assert (call.run_id, call.judge_id, call.response_id, call.key_entry_id) == (
+            run.pk, judge.pk, response.pk, entries_of[response.question_id].pk)
+        assert call.outcome == JudgeCall.Outcome.STARTED
+        assert call.prompt_version == judge.prompt_version
+        assert call.created_at is not None
