@@ -110,7 +110,7 @@ class PeakPss:
 
 
 class LeaseSampler:
-    """Sample, every 10 ms on a thread, how many concurrency leases the judges' Redis limiters
+    """Sample, every 50 ms on a thread, how many concurrency leases the judges' Redis limiters
     hold (the ZCARD of every `*:leases` key in the benchmark's Redis db); `mean` is the
     average over the samples taken while any lease was held."""
 
@@ -128,8 +128,8 @@ class LeaseSampler:
     def _run(self) -> None:
         keys: list[bytes] = []
         n = 0
-        while not self._stop.wait(0.01):
-            if n % 50 == 0:  # a judge's key appears with its first lease: look again twice a second
+        while not self._stop.wait(0.05):
+            if n % 10 == 0:  # a judge's key appears with its first lease: look again twice a second
                 keys = list(self.client.scan_iter(match="*:leases"))
             n += 1
             if not keys:
