@@ -383,3 +383,32 @@ def test_started_ledger_rows_are_one_insert_in_the_entries_order(
         assert call.outcome == JudgeCall.Outcome.STARTED
         assert call.prompt_version == judge.prompt_version
         assert call.created_at is not None
+
+
+@pytest.mark.sqlite
+def test_grades_written_in_one_insert_keep_awkward_text_and_null_grades(data):
+    """_insert_rows (arrays per column on PostgreSQL, VALUES rows on SQLite) stores text with
+    quotes, backslashes, braces, commas, newlines and non-ASCII exactly, and a null grade as
+    null (unparsed), not 0."""
+    from questions.models import Response
+
+    run = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
+    entry_of = {e.question_id: e.pk for e in data.original.entries.all()}
+    responses = list(Response.objects.filter(question__benchmark=data.benchmark).order_by("pk")[:3])
+    awkward = ['{"grade": 2, "rationale": "a \\\\ b, {c}"}', "line one\nline two — 1100 mm ≥ “x”", "NULL"]
+    columns = ("response_id", "judge_id", "key_entry_id", "prompt_version", "grade", "rationale",
+               "flag", "flag_reason", "raw_output", "stop_reason", "run_id")
+    rows = [
+        (r.pk, data.judges[0].pk, entry_of[r.question_id], "judge-v1", grade, text, flag, "", text,
+         "stop", run.pk)
+        for r, grade, text, flag in zip(responses, [2, None, 0], awkward, [False, True, False],
+                                         strict=True)
+    ]
+    ids = services._insert_rows(Grade, columns, rows)
+    stored = [Grade.objects.get(pk=pk) for pk in ids]
+    assert [(g.response_id, g.grade, g.raw_output, g.rationale, g.flag) for g in stored] == [
+        (r.pk, grade, text, text, flag)
+        for r, grade, text, flag in zip(responses, [2, None, 0], awkward, [False, True, False],
+                                         strict=True)
+    ]
+    assert all(g.created_at is not None for g in stored)
