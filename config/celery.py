@@ -29,6 +29,10 @@ def warm_imports(**_: object) -> None:
             importlib.import_module(name)
         except ImportError:  # an optional transport that is not installed
             pass
+    # The judge clients' TLS context (CA bundle loaded, ~100 ms with its imports), once.
+    from scoring.judges.llm import default_tls_context
+
+    default_tls_context()
     # Move everything imported so far out of the cyclic collector's reach (Python's gc.freeze,
     # documented for exactly this: a parent that forks workers). Otherwise each prefork child's
     # first collections touch every shared object and copy its page: measured here, 2 children

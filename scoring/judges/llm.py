@@ -315,10 +315,32 @@ def _slotted_http_client(sdk: Any, timeout: float, slot: Callable[[], Any]) -> A
 
         return SlottedClient
 
+    tls = {"verify": context} if (context := default_tls_context()) is not None else {}
     try:
-        return slotted(sdk.DefaultAioHttpClient)(timeout=timeout)
+        return slotted(sdk.DefaultAioHttpClient)(timeout=timeout, **tls)
     except RuntimeError:
-        return slotted(sdk.DefaultAsyncHttpxClient)(timeout=timeout)
+        return slotted(sdk.DefaultAsyncHttpxClient)(timeout=timeout, **tls)
+
+
+_TLS_CONTEXT: list[Any] = []
+
+
+def default_tls_context() -> Any:
+    """Return the process's TLS context for judge clients: the SDKs' own default
+    (httpx2.create_ssl_context(): the CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR), built
+    once and shared. Each async client otherwise builds its own, loading the CA bundle
+    (~40 ms, plus ~55 ms of lazy imports the first time) on a worker's first call to each
+    judge. None when the SDKs' HTTP library is not httpx2 (each client then builds its own).
+    The worker builds it before forking (config.celery.warm_imports), so its processes share it.
+    """
+    if not _TLS_CONTEXT:
+        try:
+            import httpx2
+        except ImportError:
+            _TLS_CONTEXT.append(None)
+        else:
+            _TLS_CONTEXT.append(httpx2.create_ssl_context())
+    return _TLS_CONTEXT[0]
 
 
 class _SlotTransport:
