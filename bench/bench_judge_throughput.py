@@ -418,6 +418,8 @@ def run(args: argparse.Namespace) -> dict:
             "server_cpu_s": server_cpu,
             "machine_cpu_s": others["machine"],
             "machine_busy": others["machine"] / (wall * (os.cpu_count() or 1)),
+            "first_call_s": min(arrivals) - started if arrivals else 0.0,
+            "after_last_reply_s": started + wall - max(b for _, b in spans) if spans else 0.0,
             "slots_held_mean": slots_held,
             "at_server_mean": at_server,
             "peak_in_flight": peak,
