@@ -1215,3 +1215,18 @@ def test_reference_judge_accepts_a_removal_once_the_corrected_key_records_it():
     assert "both say it no longer applies" in removed.rationale
     assert still_applies.grade == 0
     assert "stated as in force" in still_applies.rationale
+
+
+def test_judge_clients_share_one_verifying_tls_context() -> None:
+    """The async judge clients' shared TLS context is built once per process and still
+    verifies servers: certificate required, host name checked (the SDKs' default)."""
+    import ssl
+
+    from scoring.judges.llm import default_tls_context
+
+    context = default_tls_context()
+    assert context is default_tls_context()
+    assert isinstance(context, ssl.SSLContext)
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname is True
+    assert context.cert_store_stats()["x509_ca"] > 0  # a CA bundle was loaded
