@@ -1230,3 +1230,24 @@ def test_judge_clients_share_one_verifying_tls_context() -> None:
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname is True
     assert context.cert_store_stats()["x509_ca"] > 0  # a CA bundle was loaded
+
+
+@pytest.mark.parametrize(
+    ("base_url", "expected"),
+    [
+        ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/chat/completions"),
+        ("http://127.0.0.1:9/v1/", "http://127.0.0.1:9/v1/chat/completions"),
+        (None, "https://api.openai.com/v1/chat/completions"),
+        # A base URL with a query string keeps the SDK's own joining of the path.
+        ("https://h/openai/deployments/x?api-version=1", "/chat/completions"),
+    ],
+)
+def test_openai_endpoint_is_the_url_the_sdk_would_build(base_url: str | None, expected: str) -> None:
+    import openai
+
+    from scoring.judges.llm import _endpoint
+
+    client = openai.AsyncOpenAI(api_key="not-a-key", base_url=base_url)
+    assert _endpoint(client, "chat/completions") == expected
+    if not expected.startswith("/"):
+        assert str(client._prepare_url("/chat/completions")) == expected  # the SDK's own URL
