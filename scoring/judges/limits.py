@@ -71,16 +71,18 @@ return math.max(1, tonumber(first[2]) + window - now)
 # The event loop's batched lease exchange (AsyncLeaseBroker): release this process's finished
 # leases, then grant up to `want` new ones, no more than its fair share of the cap while other
 # processes also wait. KEYS: leases, demand. ARGV: max, lease ms, broker token, want, held
-# (leases this broker holds after the releases), n releases, the released ids, then `want`
-# fresh ids. The demand set holds the brokers that asked for leases in the last second.
+# (leases this broker holds after the releases), the number n of the first new lease, then
+# the released ids. New leases are named "<token>:<n>", "<token>:<n + 1>", ... (the broker's
+# own counter, so only granted ids are ever made). The demand set holds the brokers that
+# asked for leases in the last second.
 # Returns {granted count, ms to wait before asking again (0 if nothing is held elsewhere),
 # the caller's fair share: ceil(cap / brokers waiting)}.
 _EXCHANGE_LEASES = """
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local cap, lease_ms, token = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-local want, held, n_release = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-for i = 1, n_release do redis.call('ZREM', KEYS[1], ARGV[6 + i]) end
+local want, held, first = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+for i = 7, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 1000)
 if want > 0 then redis.call('ZADD', KEYS[2], now, token) else redis.call('ZREM', KEYS[2], token) end
@@ -89,7 +91,7 @@ local waiting = math.max(1, redis.call('ZCARD', KEYS[2]))
 local free = cap - redis.call('ZCARD', KEYS[1])
 local fair = math.ceil(cap / waiting)
 local grant = math.max(0, math.min(want, free, fair - held))
-for i = 1, grant do redis.call('ZADD', KEYS[1], now + lease_ms, ARGV[6 + n_release + i]) end
+for i = 0, grant - 1 do redis.call('ZADD', KEYS[1], now + lease_ms, token .. ':' .. (first + i)) end
 if grant > 0 then redis.call('PEXPIRE', KEYS[1], lease_ms + 1000) end
 local wait = 0
 if grant < want then
@@ -196,15 +198,15 @@ class RedisLimiter:
             self.redis.zrem(self.lease_key, lease_id)
 
     def exchange_leases(
-        self, token: str, want: int, held: int, released: list[str], new_ids: list[str]
+        self, token: str, want: int, held: int, released: list[str], first: int
     ) -> tuple[int, float, int]:
-        """Release `released`, then grant up to `want` of `new_ids` (in order) within the cap and
-        the caller's fair share; return (granted, ms to wait before asking again, fair share:
-        the most leases the caller may hold while the brokers now waiting also wait)."""
+        """Release `released`, then grant up to `want` leases within the cap and the caller's
+        fair share, named "<token>:<first>", "<token>:<first + 1>", ...; return (granted, ms to
+        wait before asking again, fair share: the most leases the caller may hold while the
+        brokers now waiting also wait)."""
         granted, wait_ms, fair = self._exchange(
             keys=[self.lease_key, self.lease_key + ":demand"],
-            args=[self.max_concurrency, self.lease_ms, token, want, held, len(released),
-                  *released, *new_ids],
+            args=[self.max_concurrency, self.lease_ms, token, want, held, first, *released],
         )
         return int(granted), float(wait_ms), int(fair)
 
@@ -375,14 +377,14 @@ class AsyncLeaseBroker:
                 return
             released, self.released = self.released, []
             self.held -= len(released)
-            ids = [f"{self.token}:{n}" for n in range(self._issued, self._issued + want)]
-            self._issued += want
+            first = self._issued
             granted, wait_ms, self.share = self.limiter.exchange_leases(
-                self.token, want, self.held, released, ids
+                self.token, want, self.held, released, first
             )
+            self._issued += granted
             now = self.exchanged_at = time.monotonic()
             self.held += granted
-            for lease_id in ids[:granted]:
+            for lease_id in (f"{self.token}:{n}" for n in range(first, first + granted)):
                 self.granted_at[lease_id] = now
                 while self.waiters and self.waiters[0].done():
                     self.waiters.popleft()
