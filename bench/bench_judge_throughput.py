@@ -50,7 +50,7 @@ SECTION = "## Judge throughput"
 
 def prepare_database() -> None:
     psql = ["-h", "127.0.0.1", "-U", "postgres"]
-    subprocess.run(["dropdb", *psql, "--if-exists", DB_NAME], check=True)
+    subprocess.run(["dropdb", *psql, "--if-exists", "--force", DB_NAME], check=True)
     subprocess.run(["createdb", *psql, DB_NAME], check=True)
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "-v", "0"],
@@ -443,6 +443,9 @@ def run(args: argparse.Namespace) -> dict:
             worker.stop()
             worker.purge()
         server.stop()
+        from django.db import connections
+
+        connections.close_all()  # the next --repeat run drops and recreates the database
 
 
 def render(r: dict, full: bool, runs: list[dict] | None = None) -> str:
