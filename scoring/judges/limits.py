@@ -284,6 +284,12 @@ class RedisLimiter:
                 broker.release(lease_id)
 
 
+def _expire(future: asyncio.Future) -> None:
+    """Fail a lease request that reached its deadline (a no-op if it was granted)."""
+    if not future.done():
+        future.set_exception(LimiterTimeout("judge rate limit: no slot within the timeout"))
+
+
 class AsyncLeaseBroker:
     """Concurrency leases for one RedisLimiter's calls on one event loop, in batches.
 
@@ -320,22 +326,26 @@ class AsyncLeaseBroker:
         """Return a lease id; raise LimiterTimeout if none is granted by `deadline`
         (time.monotonic(); None waits for ever). A lease granted just as the caller was
         cancelled is handed back, not lost."""
-        future = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
         # With callers already waiting the broker is polling (every poll_seconds or so) and
         # the new one is asked for then: no extra exchange per call handed to the loop.
         polling = bool(self.waiters)
         self.waiters.append(future)
         self._kick(wake=not polling)
+        # The deadline is one timer on the loop that fails the future (cheaper per call than
+        # asyncio.wait_for's extra future and callbacks).
+        timer = None
+        if deadline is not None:
+            timer = loop.call_later(max(0.0, deadline - time.monotonic()), _expire, future)
         try:
-            if deadline is None:
-                return await future
-            return await asyncio.wait_for(future, max(0.0, deadline - time.monotonic()))
-        except TimeoutError:
-            self._hand_back(future)
-            raise LimiterTimeout("judge rate limit: no slot within the timeout") from None
+            return await future
         except BaseException:
             self._hand_back(future)
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     def _hand_back(self, future: asyncio.Future) -> None:
         if not future.done():
@@ -398,10 +408,11 @@ class AsyncLeaseBroker:
                 # one freed elsewhere; a release through Redis wakes us at once.
                 self._wake.clear()
                 delay = self.limiter._lease_wait(wait_ms / 1000.0)
+                timer = asyncio.get_running_loop().call_later(delay, self._wake.set)
                 try:
-                    await asyncio.wait_for(self._wake.wait(), delay)
-                except TimeoutError:
-                    pass
+                    await self._wake.wait()
+                finally:
+                    timer.cancel()
 
 
 def get_limiter(
