@@ -574,6 +574,10 @@ def _item_for(run: ScoringRun, response_id: int | None, judge_id: int, key_entry
     return item
 
 
+# The ledger's note on a call that was in flight when its worker died (paid, no result).
+LOST_DETAIL = "in flight when its worker stopped; called again"
+
+
 def _mark_lost_calls(*, judge: Judge, response_id: int | None, key_entry_id: int) -> int:
     """Mark earlier calls for this pair that never produced a grade as lost (paid, no result)."""
     return JudgeCall.objects.filter(
@@ -582,7 +586,7 @@ def _mark_lost_calls(*, judge: Judge, response_id: int | None, key_entry_id: int
         key_entry_id=key_entry_id,
         prompt_version=judge.prompt_version,
         outcome__in=(JudgeCall.Outcome.STARTED, JudgeCall.Outcome.OK),
-    ).update(outcome=JudgeCall.Outcome.LOST, detail="in flight when its worker stopped; called again")
+    ).update(outcome=JudgeCall.Outcome.LOST, detail=LOST_DETAIL)
 
 
 def _graded_outcome(result: Any, judge: Judge) -> tuple[str, str, str]:
@@ -1080,9 +1084,33 @@ def _insert_rows(model: type[Model], columns: Sequence[str], rows: Sequence[Sequ
 
 
 def _mark_lost_many(pairs: Sequence[tuple[Judge, int | None, int]]) -> int:
-    """_mark_lost_calls for several pairs: one SELECT (usually empty) and at most one UPDATE."""
+    """_mark_lost_calls for several pairs; return how many ledger rows were marked lost.
+
+    On PostgreSQL (grade pairs) one UPDATE matching (judge, response, key entry, prompt
+    version) against one array per column, as _insert_rows does; otherwise one SELECT
+    (usually empty) and at most one UPDATE.
+    """
+    from django.db import connection
+
     if not pairs:
         return 0
+    if connection.vendor == "postgresql" and all(r is not None for _, r, _ in pairs):
+        meta = JudgeCall._meta
+        qn = connection.ops.quote_name
+        names = ("judge_id", "response_id", "key_entry_id", "prompt_version")
+        fields = [meta.get_field(n) for n in names]
+        arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields)
+        sql = (
+            f"UPDATE {qn(meta.db_table)} SET {qn('outcome')} = %s, {qn('detail')} = %s "
+            f"WHERE {qn('outcome')} IN (%s, %s) AND ({', '.join(qn(f.column) for f in fields)}) "
+            f"IN (SELECT * FROM unnest({arrays}))"
+        )
+        params = [JudgeCall.Outcome.LOST, LOST_DETAIL, JudgeCall.Outcome.STARTED, JudgeCall.Outcome.OK,
+                  [j.pk for j, _, _ in pairs], [r for _, r, _ in pairs], [e for _, _, e in pairs],
+                  [j.prompt_version for j, _, _ in pairs]]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.rowcount
     want = {(j.pk, r, e, j.prompt_version) for j, r, e in pairs}
     rows = JudgeCall.objects.filter(
         judge_id__in={j.pk for j, _, _ in pairs},
@@ -1093,9 +1121,7 @@ def _mark_lost_many(pairs: Sequence[tuple[Judge, int | None, int]]) -> int:
     ids = [pk for pk, j, r, e, v in rows if (j, r, e, v) in want]
     if not ids:
         return 0
-    return JudgeCall.objects.filter(pk__in=ids).update(
-        outcome=JudgeCall.Outcome.LOST, detail="in flight when its worker stopped; called again"
-    )
+    return JudgeCall.objects.filter(pk__in=ids).update(outcome=JudgeCall.Outcome.LOST, detail=LOST_DETAIL)
 
 
 @dataclass

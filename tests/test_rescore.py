@@ -412,3 +412,37 @@ def test_grades_written_in_one_insert_keep_awkward_text_and_null_grades(data):
                                          strict=True)
     ]
     assert all(g.created_at is not None for g in stored)
+
+
+@pytest.mark.sqlite
+def test_lost_calls_are_marked_only_for_the_claimed_pairs_at_their_prompt_version(data):
+    """_mark_lost_many (one UPDATE against arrays on PostgreSQL, SELECT + UPDATE elsewhere)
+    marks "started" and "ok" rows of exactly the given (judge, response, key entry, prompt
+    version) pairs as lost, and nothing else."""
+    from questions.models import Response
+
+    run = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
+    entry_of = {e.question_id: e.pk for e in data.original.entries.all()}
+    r1, r2 = Response.objects.filter(question__benchmark=data.benchmark).order_by("pk")[:2]
+    j1, j2 = data.judges
+    v1 = j1.prompt_version
+
+    def call(judge, response, outcome, version=None):
+        return JudgeCall.objects.create(
+            run=run, judge=judge, response=response, key_entry_id=entry_of[response.question_id],
+            prompt_version=version or judge.prompt_version, outcome=outcome)
+
+    lost = [call(j1, r1, "started"), call(j1, r1, "ok")]
+    kept = [
+        call(j1, r1, "failed"),  # settled: not in flight
+        call(j1, r1, "started", version=v1 + "-old"),  # another prompt version
+        call(j2, r1, "started"),  # the same response with the other judge: not claimed
+        call(j1, r2, "started"),  # another response: not claimed
+    ]
+    marked = services._mark_lost_many([(j1, r1.pk, entry_of[r1.question_id]),
+                                       (j2, r2.pk, entry_of[r2.question_id])])
+    assert marked == 2
+    assert {c.pk for c in JudgeCall.objects.filter(outcome="lost")} == {c.pk for c in lost}
+    assert all(c.detail == services.LOST_DETAIL for c in JudgeCall.objects.filter(outcome="lost"))
+    assert [JudgeCall.objects.get(pk=c.pk).outcome for c in kept] == [
+        "failed", "started", "started", "started"]
