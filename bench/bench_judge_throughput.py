@@ -518,9 +518,9 @@ Timed from sending `scoring.run_start` to the run leaving running.
   bulk_create spent ~0.1 ms per row): 1.13-1.16x (1.9-2.1 ms per call); one TLS context per
   worker (the first call went out at 0.72 s, now ~0.4 s), the endpoint URL built once and
   lease ids made in Redis: this table.
-- Runs vary by several per cent on this virtual machine (the same code gave 1.085 and
-  1.118 in consecutive runs): the worker's CPU per call moves with the host's load, and the
-  ratio with it. Tried and dropped: a 1 ms GIL switch interval, disabling or re-tuning the
+- Runs vary by several per cent on this virtual machine: the worker's CPU per call moves
+  with the host's load (1.5-2.3 ms per call for the same code within one session), and the
+  ratio with it; compare runs made one after another (`--repeat`). Tried and dropped: a 1 ms GIL switch interval, disabling or re-tuning the
   cyclic garbage collector, a higher CPU priority for the judge server, PostgreSQL or the
   worker (no measurable change); 2 or 3 worker processes instead of 4 (slower or the same).
 - Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()};
