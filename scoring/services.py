@@ -1043,6 +1043,18 @@ def _claim_many(item_ids: Sequence[int]) -> set[int]:
         return {row[0] for row in cursor.fetchall()}
 
 
+def _claim_group(group: Sequence[tuple], outcome: ChunkOutcome, lock: threading.Lock) -> list[tuple]:
+    """Claim a group of work entries: lease their pending pairs with one UPDATE, add the
+    pairs leased elsewhere to outcome.busy (under `lock`), mark the claimed pairs' unfinished
+    earlier calls lost; return the claimed entries, in order."""
+    claimed = _claim_many([e[4].pk for e in group])
+    mine = [e for e in group if e[4].pk in claimed]
+    with lock:
+        outcome.busy.extend(list(e[0]) for e in group if e[4].pk not in claimed)
+    _mark_lost_many([(e[1], e[0][0], e[0][2]) for e in mine])
+    return mine
+
+
 def _insert_rows(model: type[Model], columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[int]:
     """INSERT `rows` (values in `columns` order; column names are field attnames such as
     "run_id") into `model`'s table with ONE statement; return the new ids in the rows' order.
@@ -1383,11 +1395,7 @@ def _grade_chunk_batched(
                 group = next_group()
                 if not group:
                     return
-                claimed = _claim_many([e[4].pk for e in group])
-                mine = [e for e in group if e[4].pk in claimed]
-                with lock:
-                    outcome.busy.extend(list(e[0]) for e in group if e[4].pk not in claimed)
-                _mark_lost_many([(e[1], e[0][0], e[0][2]) for e in mine])
+                mine = _claim_group(group, outcome, lock)
                 for i, entry in enumerate(mine):
                     with lock:
                         n = taken[0]
@@ -1496,11 +1504,7 @@ def _grade_async(
     def claim(jid: int, room: int) -> None:
         q = pending[jid]
         group = [q.popleft() for _ in range(min(len(q), max(room, ASYNC_CLAIM_BATCH)))]
-        claimed = _claim_many([e[4].pk for e in group])
-        mine = [e for e in group if e[4].pk in claimed]
-        outcome.busy.extend(list(e[0]) for e in group if e[4].pk not in claimed)
-        _mark_lost_many([(e[1], e[0][0], e[0][2]) for e in mine])
-        ready[jid].extend(mine)
+        ready[jid].extend(_claim_group(group, outcome, settler.outcome_lock))
 
     def finished(item: tuple) -> None:  # on the loop's thread
         done.append(item)
