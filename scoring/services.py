@@ -1273,15 +1273,6 @@ def _started_rows(run: ScoringRun, entries: Sequence[tuple]) -> list[_CallRef]:
     return [_CallRef(pk) for pk in _insert_rows(JudgeCall, _STARTED_COLUMNS, rows)]
 
 
-def _started_call(run: ScoringRun, entry: tuple) -> JudgeCall:
-    """Return an unsaved "started" ledger row for the entry's call."""
-    _, judge, key_entry, response, _, _ = entry
-    return JudgeCall(
-        run=run, judge=judge, response=response, key_entry=key_entry,
-        prompt_version=judge.prompt_version, outcome=JudgeCall.Outcome.STARTED,
-    )
-
-
 def _grade_one(
     run: ScoringRun, entry: tuple, backend: Any, final_attempt: bool, scale: list
 ) -> _Finished:
@@ -1290,8 +1281,7 @@ def _grade_one(
     Raises PairUnavailable (pair released, ledger row "retry") while retries remain, and
     database errors (pair released).
     """
-    call = _started_call(run, entry)
-    call.save(force_insert=True)
+    call = _started_rows(run, [entry])[0]
     try:
         result = backend.grade(_grading_input(entry, scale))
     except Exception as exc:  # noqa: BLE001 - classified by _finished_pair
