@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,10 +99,18 @@ class JudgeServer:
     HTTP/1.1 with keep-alive on an asyncio event loop in a background thread: each connection
     is a coroutine and the fixed latency an `asyncio.sleep`, so dozens of calls in flight cost
     the test process little CPU (the throughput benchmark shares 2 CPUs with the worker).
+    `loop_factory` makes that loop (the benchmark passes uvloop.new_event_loop).
     """
 
-    def __init__(self, *, latency: float = 0.0, default: Behaviour | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        default: Behaviour | None = None,
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop,
+    ) -> None:
         self.latency = latency
+        self.loop_factory = loop_factory
         self.default = default or ok()
         self.requests: list[dict[str, Any]] = []
         self._queue: deque[Behaviour] = deque()
@@ -123,7 +131,7 @@ class JudgeServer:
         return f"http://{host}:{port}"
 
     def start(self) -> JudgeServer:
-        loop = asyncio.new_event_loop()
+        loop = self.loop_factory()
         ready = threading.Event()
         failure: list[BaseException] = []
 

@@ -16,6 +16,7 @@ from typing import Any
 import anthropic  # noqa: F401  (imported here so its import cost is not billed to the first test)
 import openai  # noqa: F401
 import pytest
+import uvloop
 
 import tests.judge_server as loopback
 from scoring.judges import GradingInput, JudgeConfigError, JudgeUnavailable, aio, get_backend
@@ -316,3 +317,23 @@ def test_async_limiter_timeout_is_not_retried_as_a_connection_error(
         aio.run(b.agrade(INPUT), timeout=30)
     assert judge_server.requests == []
     assert sleeps == []
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_server_on_uvloop_answers_both_sdks_with_its_latency(
+    sdk: str, secret_env: str, mode: str
+) -> None:
+    """The throughput benchmark runs the loopback API on uvloop (`loop_factory`): it still
+    speaks both protocols, scripted replies included, and still holds every reply for the
+    fixed latency (measured from arrival to the reply being written)."""
+    server = JudgeServer(latency=0.05, loop_factory=uvloop.new_event_loop).start()
+    try:
+        server.script(status(500), ok('{"grade": 1, "rationale": "partly"}'))
+        b = backend(sdk, server)
+        result = grade(b, mode)
+        assert (result.grade, result.rationale) == (1, "partly")
+        assert [r["path"] for r in server.requests] == [expected_path(sdk)] * 2
+        assert all(r["replied"] - r["t"] >= 0.05 for r in server.requests)
+        assert isinstance(server._loop, uvloop.Loop)
+    finally:
+        server.stop()
