@@ -90,7 +90,9 @@ def pss_mb(pid: int) -> float:
 
 
 class PeakPss:
-    """Sample the worker family's Pss every second on a thread; `peak` is the largest sum seen."""
+    """Sample the worker family's Pss every 2 s on a thread, and once more at stop(); `peak`
+    is the largest sum seen. (Reading smaps_rollup of 5 processes costs ~18 ms of CPU, taken
+    from the 2 CPUs the worker runs on.)"""
 
     def __init__(self, pid: int) -> None:
         import threading
@@ -101,7 +103,7 @@ class PeakPss:
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(1.0):
+        while not self._stop.wait(2.0):
             self.peak = max(self.peak, pss_mb(self.pid))
 
     def stop(self) -> float:
@@ -112,7 +114,7 @@ class PeakPss:
 
 
 class LeaseSampler:
-    """Sample, every 50 ms on a thread, how many concurrency leases the judges' Redis limiters
+    """Sample, every 100 ms on a thread, how many concurrency leases the judges' Redis limiters
     hold (the ZCARD of every `*:leases` key in the benchmark's Redis db); `mean` is the
     average over the samples taken while any lease was held."""
 
@@ -130,8 +132,8 @@ class LeaseSampler:
     def _run(self) -> None:
         keys: list[bytes] = []
         n = 0
-        while not self._stop.wait(0.05):
-            if n % 10 == 0:  # a judge's key appears with its first lease: look again twice a second
+        while not self._stop.wait(0.1):
+            if n % 5 == 0:  # a judge's key appears with its first lease: look again twice a second
                 keys = list(self.client.scan_iter(match="*:leases"))
             n += 1
             if not keys:
@@ -480,6 +482,10 @@ def render(r: dict, full: bool, runs: list[dict] | None = None) -> str:
         f"{max(x['pss_mb'] for x in runs):.0f} MiB. The table is the median run."
         if len(runs) > 1 else "One run."
     )
+    machine_per_call = r["machine_cpu_s"] / max(1, r["calls"])
+    rate_floor = r["concurrency"] * r["judges"] / r["latency"]
+    rate_target = rate_floor / 1.15
+    need = rate_target * machine_per_call
     return f"""{SECTION}
 
 `bench/bench_judge_throughput.py`{" --full" if full else ""}{f" --repeat {len(runs)}" if len(runs) > 1 else ""} (issue 5, "Speed"): a real Celery worker
@@ -506,7 +512,7 @@ Timed from sending `scoring.run_start` to the run leaving running.
   it. The task's own thread does the database work in batches: it claims 32 pairs per
   UPDATE; hands calls to the loop in batches of at least half a window (per judge and chunk
   up to 2 x `concurrency` on the loop: the window in flight and as many queued behind it),
-  their "started" ledger rows written first by one INSERT (one array per column); wakes
+  their "started" ledger rows written first by one INSERT (the rows as one JSON parameter); wakes
   per batch of finished calls or every 20 ms; settles 32 finished pairs per transaction
   (their grades in one INSERT). Leases come from an AsyncLeaseBroker per judge per process:
   a slot freed while a call of the same process waits passes straight to it, with no Redis
@@ -515,14 +521,26 @@ Timed from sending `scoring.run_start` to the run leaving running.
 - CPU: worker {r["worker_cpu_s"]:.1f} s ({r["cpu_ms_per_call"]:.2f} ms per call), this process (polling and sampling)
   {r["bench_cpu_s"]:.1f} s, judge server {r.get("server_cpu_s", 0.0):.1f} s, redis-server {r["redis_cpu_s"]:.1f} s, PostgreSQL {r.get("postgres_cpu_s", 0.0):.1f} s; the whole machine was {100 * r["machine_busy"]:.0f}% busy
   ({r["machine_cpu_s"]:.0f} s of CPU over {os.cpu_count()} CPUs).
+- CPU budget: the floor is {rate_floor:.0f} calls/s and 1.15 x the floor {rate_target:.0f} calls/s. This run
+  spent {1000 * machine_per_call:.2f} ms of the whole machine's CPU per call, so 1.15 x
+  the floor needs {need:.2f} of the {os.cpu_count()} CPUs busy, with no waiting for a CPU on the way
+  (this run: {r["calls"] / r["wall_s"]:.0f} calls/s). Of the worker's share, the official SDK's own request
+  path (openai over aiohttp) costs 1.37-1.43 ms per call in a process doing nothing else
+  (1.9-2.1 ms over its default httpx transport), measured separately.
 - Where the rest of the ratio goes: slots held {r.get("slots_held_mean", 0.0):.1f} of {r["concurrency"] * r["judges"]} on average (Redis lease
-  count sampled every 50 ms), requests at the server at once {r.get("at_server_mean", 0.0):.1f} on average (from each
+  count sampled every 100 ms), requests at the server at once {r.get("at_server_mean", 0.0):.1f} on average (from each
   request's arrival to its reply). The difference is the time a held slot spends between the
   worker and the server: the send, the reply reaching the worker, and the worker's event
   loop getting to it on 2 CPUs shared by 4 worker processes, PostgreSQL, Redis and the judge
   server. The server took {r.get("server_reply_ms", 0.0):.1f} ms on average from a request's arrival to its reply (p90
   {r.get("server_reply_p90_ms", 0.0):.1f} ms) for the nominal {r["latency"] * 1000:.0f} ms. The first call reached the server {r.get("first_call_s", 0.0):.2f} s after
   `run_start` was sent, and the run closed {r.get("after_last_reply_s", 0.0):.2f} s after the last reply.
+  Measured once at 1/3 scale with the transport instrumented (not part of this code): of the
+  ~18 ms per call a slot spends outside the server, ~8 ms fall between the slot being
+  granted and the request reaching the server, ~10 ms between the reply being written and
+  the worker's transport having it (median 5 ms each way): turns of busy event loops on
+  shared CPUs. One turn on the way out is aiohttp writing the request body in a task of its
+  own, which it starts eagerly only on Python 3.12 and later.
 - Memory: peak Pss of the worker's processes {r["pss_mb"]:.0f} MiB (pages the prefork children share
   with their parent counted once; the sum of their VmHWM, which counts them 2-3 times, was
   {r["rss_mb"]:.0f} MiB).
@@ -537,12 +555,22 @@ Timed from sending `scoring.run_start` to the run leaving running.
   transport only, one raw multi-row INSERT for ledger rows and grades (Django's
   bulk_create spent ~0.1 ms per row): 1.13-1.16x (1.9-2.1 ms per call); one TLS context per
   worker (the first call went out at 0.72 s, now ~0.4 s), the endpoint URL built once and
-  lease ids made in Redis: this table.
+  lease ids made in Redis: 1.153-1.195x (session of 2026-11-30, morning; median of all
+  that session's runs 1.14x). The next session's machine was slower (the same code: 1.234x,
+  2.30 ms per call); there: the judge API on uvloop (its CPU per request and its latency
+  overshoot down), an index on the ledger's whole (response, judge, key entry, prompt
+  version) pair for the lost-call lookup (PostgreSQL CPU 20.0 -> 16.3 s per full run; it
+  had read half the ledger per pair), grade and ledger rows sent as one JSON parameter
+  (2.5-2.9 -> 1.2-1.3 ms of worker CPU per 32 grades): this table.
 - Runs vary by several per cent on this virtual machine: the worker's CPU per call moves
   with the host's load (1.5-2.3 ms per call for the same code within one session), and the
   ratio with it; compare runs made one after another (`--repeat`). Tried and dropped: a 1 ms GIL switch interval, disabling or re-tuning the
   cyclic garbage collector, a higher CPU priority for the judge server, PostgreSQL or the
   worker (no measurable change); 2 or 3 worker processes instead of 4 (slower or the same).
+  Also tried on the slower machine, in runs alternated with the code without them: uvloop
+  for the worker's judge loop, and a lower CPU priority for a task's database thread (no
+  measurable change either); 6 worker processes (1.44-1.56x at 1/3 scale, more CPU per
+  call, 400 MiB).
 - Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()};
   the judge server runs in a process of its own.
 """
