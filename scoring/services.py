@@ -1127,9 +1127,6 @@ def _insert_rows(model: type[Model], columns: Sequence[str], rows: Sequence[Sequ
         return sorted(row[0] for row in cursor.fetchall())
 
 
-_MARK_LOST_SQL: list[str] = []
-
-
 def _mark_lost_many(pairs: Sequence[tuple[Judge, int | None, int]]) -> int:
     """_mark_lost_calls for several pairs; return how many ledger rows were marked lost.
 
@@ -1144,21 +1141,19 @@ def _mark_lost_many(pairs: Sequence[tuple[Judge, int | None, int]]) -> int:
     if not pairs:
         return 0
     if connection.vendor == "postgresql" and all(r is not None for _, r, _ in pairs):
-        if not _MARK_LOST_SQL:
-            meta = JudgeCall._meta
-            qn = connection.ops.quote_name
-            fields = [meta.get_field(n) for n in ("judge_id", "response_id", "key_entry_id",
-                                                  "prompt_version")]
-            arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields)
-            _MARK_LOST_SQL.append(
-                f"UPDATE {qn(meta.db_table)} SET {qn('outcome')} = %s, {qn('detail')} = %s "
-                f"WHERE {qn('outcome')} IN (%s, %s) AND ({', '.join(qn(f.column) for f in fields)}) "
-                f"IN (SELECT * FROM unnest({arrays}))"
-            )
+        meta = JudgeCall._meta
+        qn = connection.ops.quote_name
+        names = ("judge_id", "response_id", "key_entry_id", "prompt_version")
+        fields = [meta.get_field(n) for n in names]
+        arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields)
+        sql = (
+            f"UPDATE {qn(meta.db_table)} SET {qn('outcome')} = %s, {qn('detail')} = %s "
+            f"WHERE {qn('outcome')} IN (%s, %s) AND ({', '.join(qn(f.column) for f in fields)}) "
+            f"IN (SELECT * FROM unnest({arrays}))"
+        )
         params = [JudgeCall.Outcome.LOST, LOST_DETAIL, JudgeCall.Outcome.STARTED, JudgeCall.Outcome.OK,
                   [j.pk for j, _, _ in pairs], [r for _, r, _ in pairs], [e for _, _, e in pairs],
                   [j.prompt_version for j, _, _ in pairs]]
-        sql = _MARK_LOST_SQL[0]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.rowcount
