@@ -561,16 +561,20 @@ Timed from sending `scoring.run_start` to the run leaving running.
   overshoot down), an index on the ledger's whole (response, judge, key entry, prompt
   version) pair for the lost-call lookup (PostgreSQL CPU 20.0 -> 16.3 s per full run; it
   had read half the ledger per pair), grade and ledger rows sent as one JSON parameter
-  (2.5-2.9 -> 1.2-1.3 ms of worker CPU per 32 grades): this table.
+  (2.5-2.9 -> 1.2-1.3 ms of worker CPU per 32 grades): 1.263, 1.264 and 1.277x in a
+  first `--repeat 3` (2.51-2.55 ms per call), then 1.216-1.225x (2.38-2.41 ms per call): this
+  table. The same code, an hour apart.
 - Runs vary by several per cent on this virtual machine: the worker's CPU per call moves
   with the host's load (1.5-2.3 ms per call for the same code within one session), and the
   ratio with it; compare runs made one after another (`--repeat`). Tried and dropped: a 1 ms GIL switch interval, disabling or re-tuning the
   cyclic garbage collector, a higher CPU priority for the judge server, PostgreSQL or the
   worker (no measurable change); 2 or 3 worker processes instead of 4 (slower or the same).
   Also tried on the slower machine, in runs alternated with the code without them: uvloop
-  for the worker's judge loop, and a lower CPU priority for a task's database thread (no
-  measurable change either); 6 worker processes (1.44-1.56x at 1/3 scale, more CPU per
-  call, 400 MiB).
+  for the worker's judge loop, a lower CPU priority for a task's database thread, and
+  Django's server-side parameter binding for PostgreSQL (no measurable change either);
+  6 worker processes (1.44-1.56x at 1/3 scale, more CPU per call, 400 MiB); Python 3.12
+  (pyenv's 3.12.1; aiohttp writes the request body eagerly there, but the worker spent
+  2.55-2.75 ms per call against 2.27-2.28 on 3.11, and the ratio was worse).
 - Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()};
   the judge server runs in a process of its own.
 """
