@@ -1251,3 +1251,19 @@ def test_openai_endpoint_is_the_url_the_sdk_would_build(base_url: str | None, ex
     assert _endpoint(client, "chat/completions") == expected
     if not expected.startswith("/"):
         assert str(client._prepare_url("/chat/completions")) == expected  # the SDK's own URL
+
+
+def test_results_never_hold_a_nul_character():
+    """PostgreSQL text cannot hold NUL: every text field of a grade or audit result has it
+    replaced by U+FFFD (the rest of the text, and the other fields, unchanged)."""
+    from scoring.judges.types import AuditResult, GradeResult
+
+    grade = GradeResult(grade=2, rationale="a\x00b", flag=True, flag_reason="\x00", raw_output="{}\x00\x00",
+                        stop_reason="stop\x00", prompt_version="v1", parse_error="x\x00")
+    assert (grade.grade, grade.rationale, grade.flag, grade.flag_reason, grade.raw_output,
+            grade.stop_reason, grade.prompt_version, grade.parse_error) == (
+        2, "a\ufffdb", True, "\ufffd", "{}\ufffd\ufffd", "stop\ufffd", "v1", "x\ufffd")
+    audit = AuditResult(verdict=None, rationale="r\x00", raw_output="\x00", stop_reason=None,
+                        prompt_version="a1", parse_error=None)
+    assert (audit.rationale, audit.raw_output, audit.stop_reason, audit.parse_error) == (
+        "r\ufffd", "\ufffd", None, None)

@@ -143,3 +143,21 @@ def test_cancel_stops_new_calls_and_settles_the_ones_in_flight(data, judge_serve
     pending = RunItem.objects.filter(run=run, state=RunItem.State.PENDING)
     assert pending.count() == 36 - called
     assert not pending.filter(lease_until__isnull=False).exists()
+
+
+def test_a_reply_holding_nul_characters_is_stored_with_replacement_characters(data, judge_server):
+    """PostgreSQL text cannot hold NUL (U+0000). A judge whose reply holds one, raw (decoded
+    from the API's JSON) or escaped inside its own JSON, is graded all the same: the NUL is
+    stored as U+FFFD, the run completes and nothing is paid twice."""
+    judge_server.default = ok('{"grade": 2, "rationale": "the \\u0000 figure", "flag": true, '
+                              '"flag_reason": "key \\u0000 out of date"}\u0000')
+    run = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
+    run_start.delay(run.pk)
+    run.refresh_from_db()
+    assert (run.status, run.graded, run.unparsed, run.failed) == ("complete", 36, 0, 0)
+    assert len(judge_server.requests) == 36
+    grade = Grade.objects.filter(run=run).first()
+    assert (grade.grade, grade.rationale, grade.flag_reason) == (
+        2, "the \ufffd figure", "key \ufffd out of date")
+    assert grade.raw_output.endswith("}\ufffd") and "\x00" not in grade.raw_output
+    assert _one_grade_per_pair()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Verdict = Literal["correct", "wrong", "ungradeable"]
 VERDICTS: tuple[str, ...] = ("correct", "wrong", "ungradeable")
@@ -81,7 +81,9 @@ class GradeResult:
     grade is None when the output could not be parsed (parse_error says why, e.g.
     "truncated", "refusal", "grade 3 is not on the scale [0, 1, 2]").
     flag: the judge thinks the key answer itself looks wrong or out of date (rule 3).
-    raw_output: the judge's reply text exactly as received (never request headers or secrets).
+    raw_output: the judge's reply text exactly as received (never request headers or secrets),
+    except that a NUL character (U+0000), which PostgreSQL text cannot hold, becomes U+FFFD
+    (the Unicode replacement character) here as in every text field of a result.
     """
 
     grade: int | None
@@ -93,10 +95,14 @@ class GradeResult:
     prompt_version: str
     parse_error: str | None = None
 
+    def __post_init__(self) -> None:
+        _replace_nul(self)
+
 
 @dataclass(frozen=True)
 class AuditResult:
-    """One auditor's verdict on one key entry; verdict None when unparseable (see parse_error)."""
+    """One auditor's verdict on one key entry; verdict None when unparseable (see parse_error).
+    Text fields hold no NUL character: it becomes U+FFFD, as in GradeResult."""
 
     verdict: Verdict | None
     rationale: str
@@ -104,3 +110,19 @@ class AuditResult:
     stop_reason: str | None
     prompt_version: str
     parse_error: str | None = None
+
+    def __post_init__(self) -> None:
+        _replace_nul(self)
+
+
+def _replace_nul(result: Any) -> None:
+    """Replace NUL (U+0000) with U+FFFD in every str field of a frozen result dataclass.
+
+    A judge's reply is untrusted text: a NUL in it (raw, or escaped in the JSON it returns)
+    would make PostgreSQL refuse the whole batch of grades it is written with, and the pair
+    would be paid for again on every retry.
+    """
+    for name in result.__dataclass_fields__:
+        value = getattr(result, name)
+        if isinstance(value, str) and "\x00" in value:
+            object.__setattr__(result, name, value.replace("\x00", "\ufffd"))
