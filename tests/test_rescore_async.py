@@ -161,3 +161,21 @@ def test_a_reply_holding_nul_characters_is_stored_with_replacement_characters(da
         2, "the \ufffd figure", "key \ufffd out of date")
     assert grade.raw_output.endswith("}\ufffd") and "\x00" not in grade.raw_output
     assert _one_grade_per_pair()
+
+
+def test_an_error_body_holding_a_nul_character_fails_its_pairs_cleanly(data, judge_server, settings):
+    """The failure message of an HTTP error whose body holds NUL is stored (on the run items
+    and the ledger) with U+FFFD in its place: the pairs fail after the retries, as for any
+    judge that stays down, instead of the batch failing to write."""
+    settings.SNAGLIST_RESCORE_MAX_RETRIES = 1
+    judge_server.default = status(500, message="upstream \x00 broke")
+    run = services.scoring_run_create(edition=data.original, judges=data.judges[:1], enqueue=False)
+    run_start.delay(run.pk)
+    run.refresh_from_db()
+
+    assert (run.status, run.done, run.graded, run.failed) == ("failed", 18, 0, 18)
+    assert len(judge_server.requests) == 18 * 2 * 2
+    details = set(RunItem.objects.filter(run=run).values_list("detail", flat=True))
+    assert len(details) == 1 and "upstream \ufffd broke" in details.pop()
+    assert all("upstream \ufffd broke" in d
+               for d in JudgeCall.objects.filter(run=run).values_list("detail", flat=True))

@@ -162,11 +162,12 @@ _TOKENISH = re.compile(r"\b(?:sk|pk|rk|key|token)[-_][A-Za-z0-9*_\-.]{6,}|\b[A-Z
 
 
 def redact(text: str, *secrets: str | None) -> str:
-    """Return text with each secret, and anything shaped like an API key, replaced by [REDACTED].
+    """Return text with each secret, and anything shaped like an API key, replaced by [REDACTED],
+    and any NUL character by U+FFFD (the text is stored, and PostgreSQL text cannot hold NUL).
 
     Some APIs echo a masked key in 401 bodies ("Incorrect API key provided: sk-...abcd").
     """
     for secret in secrets:
         if secret:
             text = text.replace(secret, "[REDACTED]")
-    return _TOKENISH.sub("[REDACTED]", text)
+    return _TOKENISH.sub("[REDACTED]", text).replace("\x00", "\ufffd")
