@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
-from .types import JudgeConfigError, JudgeUnavailable
+from .types import JudgeConfigError, JudgeUnavailable, without_nul
 
 T = TypeVar("T")
 
@@ -170,4 +170,4 @@ def redact(text: str, *secrets: str | None) -> str:
     for secret in secrets:
         if secret:
             text = text.replace(secret, "[REDACTED]")
-    return _TOKENISH.sub("[REDACTED]", text).replace("\x00", "\ufffd")
+    return without_nul(_TOKENISH.sub("[REDACTED]", text))

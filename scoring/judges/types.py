@@ -115,14 +115,20 @@ class AuditResult:
         _replace_nul(self)
 
 
-def _replace_nul(result: Any) -> None:
-    """Replace NUL (U+0000) with U+FFFD in every str field of a frozen result dataclass.
+def without_nul(text: str) -> str:
+    """Return text with each NUL character (U+0000) replaced by U+FFFD, the Unicode
+    replacement character: PostgreSQL text cannot hold NUL.
 
-    A judge's reply is untrusted text: a NUL in it (raw, or escaped in the JSON it returns)
-    would make PostgreSQL refuse the whole batch of grades it is written with, and the pair
-    would be paid for again on every retry.
+    What a judge sends back is untrusted text: a NUL in a reply (raw, or escaped in the JSON
+    it returns) or in an error body would make PostgreSQL refuse the whole batch of rows it
+    is written with, and the pair would be paid for again on every retry.
     """
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def _replace_nul(result: Any) -> None:
+    """Apply without_nul to every str field of a frozen result dataclass."""
     for name in result.__dataclass_fields__:
         value = getattr(result, name)
-        if isinstance(value, str) and "\x00" in value:
-            object.__setattr__(result, name, value.replace("\x00", "\ufffd"))
+        if isinstance(value, str):
+            object.__setattr__(result, name, without_nul(value))
