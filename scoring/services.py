@@ -1068,12 +1068,15 @@ def _json_columns(fields: Sequence[Any], connection: Any) -> str:
     )
 
 
-_INSERT_SQL: dict[tuple, tuple[str, bool]] = {}
+_INSERT_SQL: dict[tuple, tuple[str, str | None, str, bool]] = {}
 
 
-def _insert_sql(model: type[Model], columns: tuple[str, ...], connection: Any) -> tuple[str, bool]:
-    """Return (INSERT statement, whether it stamps created_at) for _insert_rows, built once
-    per model, columns and database vendor (building it asks every field for its SQL type)."""
+def _insert_sql(
+    model: type[Model], columns: tuple[str, ...], connection: Any
+) -> tuple[str, str | None, str, bool]:
+    """Return (head "INSERT INTO t (columns) ", the rows' clause on PostgreSQL or None
+    elsewhere, " RETURNING id", whether created_at is stamped) for _insert_rows, built once
+    per model, columns and database vendor (building them asks every field for its SQL type)."""
     key = (model, columns, connection.vendor)
     if key not in _INSERT_SQL:
         meta = model._meta
@@ -1082,13 +1085,12 @@ def _insert_sql(model: type[Model], columns: tuple[str, ...], connection: Any) -
         stamped = (any(f.attname == "created_at" for f in meta.concrete_fields)
                    and "created_at" not in columns)
         targets = [qn(f.column) for f in fields] + ([qn("created_at")] if stamped else [])
-        head = f"INSERT INTO {qn(meta.db_table)} ({', '.join(targets)}) "
+        clause = None
         if connection.vendor == "postgresql":
-            sql = (head + f"SELECT {_json_columns(fields, connection)}{', %s' if stamped else ''} "
-                   "FROM json_array_elements(%s::json) AS r")
-        else:
-            sql = head + "VALUES {}"  # one (%s, ...) group per row, added per call
-        _INSERT_SQL[key] = (sql + f" RETURNING {qn(meta.pk.column)}", stamped)
+            clause = (f"SELECT {_json_columns(fields, connection)}{', %s' if stamped else ''} "
+                      "FROM json_array_elements(%s::json) AS r")
+        _INSERT_SQL[key] = (f"INSERT INTO {qn(meta.db_table)} ({', '.join(targets)}) ", clause,
+                            f" RETURNING {qn(meta.pk.column)}", stamped)
     return _INSERT_SQL[key]
 
 
@@ -1113,17 +1115,17 @@ def _insert_rows(model: type[Model], columns: Sequence[str], rows: Sequence[Sequ
 
     if not rows:
         return []
-    sql, stamped = _insert_sql(model, tuple(columns), connection)
+    head, clause, returning, stamped = _insert_sql(model, tuple(columns), connection)
     now = timezone.now()
-    if connection.vendor == "postgresql":
+    if clause is not None:
         params: list[Any] = ([now] if stamped else []) + [json.dumps(rows, cls=DjangoJSONEncoder)]
     else:
         stamp = [connection.ops.adapt_datetimefield_value(now)] if stamped else []
         marks = "(" + ", ".join(["%s"] * (len(columns) + len(stamp))) + ")"
-        sql = sql.replace("VALUES {}", "VALUES " + ", ".join([marks] * len(rows)), 1)
+        clause = "VALUES " + ", ".join([marks] * len(rows))
         params = [value for row in rows for value in (*row, *stamp)]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(head + clause + returning, params)
         return sorted(row[0] for row in cursor.fetchall())
 
 
