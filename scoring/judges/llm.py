@@ -11,6 +11,7 @@ exception text (exception text is redacted, and raised errors carry no chained S
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import random
 import threading
@@ -335,9 +336,7 @@ def _slotted_http_client(sdk: Any, timeout: float, slot: Callable[[], Any]) -> A
         return slotted(sdk.DefaultAsyncHttpxClient)(timeout=timeout, **tls)
 
 
-_TLS_CONTEXT: list[Any] = []
-
-
+@functools.cache
 def default_tls_context() -> Any:
     """Return the process's TLS context for judge clients: the SDKs' own default
     (httpx2.create_ssl_context(): the CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR), built
@@ -346,14 +345,11 @@ def default_tls_context() -> Any:
     judge. None when the SDKs' HTTP library is not httpx2 (each client then builds its own).
     The worker builds it before forking (config.celery.warm_imports), so its processes share it.
     """
-    if not _TLS_CONTEXT:
-        try:
-            import httpx2
-        except ImportError:
-            _TLS_CONTEXT.append(None)
-        else:
-            _TLS_CONTEXT.append(httpx2.create_ssl_context())
-    return _TLS_CONTEXT[0]
+    try:
+        import httpx2
+    except ImportError:
+        return None
+    return httpx2.create_ssl_context()
 
 
 class _SlotTransport:
