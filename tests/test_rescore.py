@@ -361,8 +361,8 @@ def test_chunks_cover_every_pair_once_and_ramp_up_on_long_runs():
 def test_started_ledger_rows_are_one_insert_in_the_entries_order(
     data, django_assert_num_queries
 ):
-    """The event-loop path writes a chunk's "started" ledger rows with ONE INSERT (raw
-    multi-row VALUES ... RETURNING, on PostgreSQL and SQLite alike) and hands back their ids
+    """The event-loop path writes a chunk's "started" ledger rows with ONE INSERT ... RETURNING
+    (the rows as one JSON parameter on PostgreSQL, a VALUES list on SQLite) and hands back their ids
     in the entries' order: each id's row names that entry's judge, response and key entry."""
     from questions.models import Response
 
@@ -387,7 +387,7 @@ def test_started_ledger_rows_are_one_insert_in_the_entries_order(
 
 @pytest.mark.sqlite
 def test_grades_written_in_one_insert_keep_awkward_text_and_null_grades(data):
-    """_insert_rows (arrays per column on PostgreSQL, VALUES rows on SQLite) stores text with
+    """_insert_rows (one JSON parameter on PostgreSQL, VALUES rows on SQLite) stores text with
     quotes, backslashes, braces, commas, newlines and non-ASCII exactly, and a null grade as
     null (unparsed), not 0."""
     from questions.models import Response
