@@ -97,8 +97,9 @@ class JudgeServer:
     """Scripted loopback server; see the module docstring. Thread-safe.
 
     HTTP/1.1 with keep-alive on an asyncio event loop in a background thread: each connection
-    is a coroutine and the fixed latency an `asyncio.sleep`, so dozens of calls in flight cost
-    the test process little CPU (the throughput benchmark shares 2 CPUs with the worker).
+    is a protocol object (_Connection) and the fixed latency a timer on the loop, so dozens of
+    calls in flight cost the test process little CPU (the throughput benchmark shares 2 CPUs
+    with the worker).
     `loop_factory` makes that loop (the benchmark passes uvloop.new_event_loop).
     """
 
@@ -119,7 +120,7 @@ class JudgeServer:
         self._sock = socket.create_server(("127.0.0.1", 0), backlog=1024)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}
+        self._connections: set[asyncio.BaseTransport] = set()
         self._server: asyncio.AbstractServer | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -139,7 +140,7 @@ class JudgeServer:
             asyncio.set_event_loop(loop)
             try:
                 self._server = loop.run_until_complete(
-                    asyncio.start_server(self._serve, sock=self._sock, backlog=1024)
+                    loop.create_server(lambda: _Connection(self), sock=self._sock, backlog=1024)
                 )
             except BaseException as exc:  # reported by start() below
                 failure.append(exc)
@@ -164,11 +165,9 @@ class JudgeServer:
 
         async def shutdown() -> None:
             self._server.close()
-            # Close the connections' transports (their readers see EOF and their coroutines
-            # end); cancelling the tasks instead makes asyncio's stream callback log an error.
-            for writer in list(self._connections.values()):
-                writer.transport.abort()
-            await asyncio.gather(*self._connections, return_exceptions=True)
+            for transport in list(self._connections):
+                transport.abort()
+            await asyncio.sleep(0)  # let the aborted connections' connection_lost run
 
         if thread.is_alive():
             asyncio.run_coroutine_threadsafe(shutdown(), loop).result(10)
@@ -214,45 +213,14 @@ class JudgeServer:
 
     # -- protocol -----------------------------------------------------------------------
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """One connection: requests one after another (keep-alive) until the client closes."""
-        task = asyncio.current_task()
-        self._connections[task] = writer
-        try:
-            sock = writer.get_extra_info("socket")
-            if sock is not None:  # header and body go out in one write anyway; no Nagle delay
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            while True:
-                request = await _read_request(reader)
-                if request is None:
-                    break
-                method, target, headers, raw = request
-                code, payload, extra, record = await self._respond(method, target, headers, raw)
-                data = json.dumps(payload).encode()
-                close = headers.get("connection", "").lower() == "close"
-                head = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}",
-                        "Content-Type: application/json", f"Content-Length: {len(data)}"]
-                head += [f"{k}: {v}" for k, v in extra.items()]
-                if close:
-                    head.append("Connection: close")
-                writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
-                await writer.drain()
-                record["replied"] = time.monotonic()
-                if close:
-                    break
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-            pass  # a client that timed out and hung up mid-reply (slow behaviours) is expected
-        finally:
-            self._connections.pop(task, None)
-            writer.close()
-
-    async def _respond(
+    def _respond(
         self, method: str, target: str, headers: dict[str, str], raw: bytes
-    ) -> tuple[int, dict[str, Any], dict[str, str], dict[str, Any]]:
-        """Return (status, JSON payload, extra headers, the request's record) for one request,
-        after its delay; the record gets "replied" (time.monotonic()) once the reply is sent."""
+    ) -> tuple[float, Callable[[], tuple[int, dict[str, Any], dict[str, str]]], dict[str, Any]]:
+        """Record one request and return (seconds to wait before replying, a function giving
+        (status, JSON payload, extra headers), the request's record); the record gets
+        "replied" (time.monotonic()) once the reply is written."""
         if method != "POST":
-            return 501, {"error": {"type": "not_implemented", "message": method}}, {}, {}
+            return 0.0, lambda: (501, {"error": {"type": "not_implemented", "message": method}}, {}), {}
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -261,54 +229,143 @@ class JudgeServer:
         safe = {k: v for k, v in headers.items() if k not in SECRET_HEADERS}
         record = {"path": path, "json": body, "headers": safe, "t": time.monotonic()}
         behaviour = self._next(record)
-        wait = self.latency + behaviour.delay
+
+        def reply() -> tuple[int, dict[str, Any], dict[str, str]]:
+            if path.endswith("/chat/completions"):
+                flavour = "openai"
+            elif path.endswith("/messages"):
+                flavour = "anthropic"
+            else:
+                return 404, {"error": {"type": "not_found", "message": path}}, {}
+            if behaviour.kind == "status":
+                extra = dict(behaviour.headers)
+                if behaviour.retry_after is not None:
+                    extra["Retry-After"] = str(behaviour.retry_after)
+                return behaviour.status_code, _error_body(flavour, behaviour), extra
+            return 200, _reply_body(flavour, body, behaviour), dict(behaviour.headers)
+
+        return self.latency + behaviour.delay, reply, record
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: HTTP/1.1 requests one after another (keep-alive), each answered
+    after its wait by a timer on the loop (no task or stream per request: the throughput
+    benchmark's judge API shares its 2 CPUs with the worker). A request that arrives while
+    the previous one is still waiting is read once that one has been answered."""
+
+    def __init__(self, server: JudgeServer) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.pending: asyncio.TimerHandle | None = None  # the reply being waited for
+        self.busy = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:  # header and body go out in one write anyway; no Nagle delay
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server._connections.add(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # A client that timed out and hung up mid-wait (slow behaviours) is expected.
+        if self.pending is not None:
+            self.pending.cancel()
+        self.server._connections.discard(self.transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if not self.busy:
+            self._next_request()
+
+    def _next_request(self) -> None:
+        try:
+            request = _parse_request(self.buffer)
+        except ValueError:
+            self.transport.close()
+            return
+        if request is None:
+            return  # incomplete: wait for more data
+        (method, target, headers, raw), used = request
+        del self.buffer[:used]
+        self.busy = True
+        wait, reply, record = self.server._respond(method, target, headers, raw)
+        close = headers.get("connection", "").lower() == "close"
         if wait:
-            await asyncio.sleep(wait)
-        if path.endswith("/chat/completions"):
-            flavour = "openai"
-        elif path.endswith("/messages"):
-            flavour = "anthropic"
+            loop = asyncio.get_running_loop()
+            self.pending = loop.call_later(wait, self._send, reply, record, close)
         else:
-            return 404, {"error": {"type": "not_found", "message": path}}, {}, record
-        if behaviour.kind == "status":
-            extra = dict(behaviour.headers)
-            if behaviour.retry_after is not None:
-                extra["Retry-After"] = str(behaviour.retry_after)
-            return behaviour.status_code, _error_body(flavour, behaviour), extra, record
-        return 200, _reply_body(flavour, body, behaviour), dict(behaviour.headers), record
+            self._send(reply, record, close)
+
+    def _send(self, reply: Callable[[], tuple[int, dict[str, Any], dict[str, str]]],
+              record: dict[str, Any], close: bool) -> None:
+        self.pending = None
+        if self.transport.is_closing():
+            return
+        code, payload, extra = reply()
+        data = json.dumps(payload).encode()
+        head = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}",
+                "Content-Type: application/json", f"Content-Length: {len(data)}"]
+        head += [f"{k}: {v}" for k, v in extra.items()]
+        if close:
+            head.append("Connection: close")
+        self.transport.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+        record["replied"] = time.monotonic()
+        self.busy = False
+        if close:
+            self.transport.close()
+        elif self.buffer:
+            self._next_request()
 
 
-async def _read_request(
-    reader: asyncio.StreamReader,
-) -> tuple[str, str, dict[str, str], bytes] | None:
-    """Read one HTTP/1.1 request: (method, target, lower-cased headers, body); None at EOF.
+def _parse_request(
+    buffer: bytearray,
+) -> tuple[tuple[str, str, dict[str, str], bytes], int] | None:
+    """Parse one HTTP/1.1 request from the start of `buffer`: ((method, target, lower-cased
+    headers, body), bytes used), or None while it is incomplete.
 
     Bodies come with Content-Length or chunked transfer encoding; raises ValueError for a
-    request line it cannot read.
+    request line or chunk size it cannot read.
     """
-    line = await reader.readline()
-    if not line.strip():
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
         return None
-    method, target, _version = line.decode("latin-1").split(" ", 2)
+    lines = bytes(buffer[:end]).decode("latin-1").split("\r\n")
+    method, target, _version = lines[0].split(" ", 2)
     headers: dict[str, str] = {}
-    while True:
-        header = await reader.readline()
-        if header in (b"\r\n", b"\n", b""):
-            break
-        name, _, value = header.decode("latin-1").partition(":")
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
+    at = end + 4
     if headers.get("transfer-encoding", "").lower() == "chunked":
         parts = []
-        while size := int((await reader.readline()).split(b";", 1)[0].strip() or b"0", 16):
-            parts.append(await reader.readexactly(size))
-            await reader.readline()
-        while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-            pass  # trailers
+        while True:
+            eol = buffer.find(b"\r\n", at)
+            if eol < 0:
+                return None
+            size = int(bytes(buffer[at:eol]).split(b";", 1)[0].strip() or b"0", 16)
+            at = eol + 2
+            if size == 0:
+                break
+            if len(buffer) < at + size + 2:
+                return None
+            parts.append(bytes(buffer[at:at + size]))
+            at += size + 2
+        while True:  # trailers, up to the empty line
+            eol = buffer.find(b"\r\n", at)
+            if eol < 0:
+                return None
+            line, at = buffer[at:eol], eol + 2
+            if not line:
+                break
         raw = b"".join(parts)
     else:
         length = int(headers.get("content-length") or 0)
-        raw = await reader.readexactly(length) if length else b""
-    return method, target, headers, raw
+        if len(buffer) < at + length:
+            return None
+        raw = bytes(buffer[at:at + length])
+        at += length
+    return (method, target, headers, raw), at
 
 
 def _error_body(flavour: str, b: Behaviour) -> dict[str, Any]:

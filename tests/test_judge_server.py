@@ -337,3 +337,66 @@ def test_server_on_uvloop_answers_both_sdks_with_its_latency(
         assert isinstance(server._loop, uvloop.Loop)
     finally:
         server.stop()
+
+
+def test_server_reads_requests_split_across_packets_chunked_and_one_after_another(
+    judge_server: JudgeServer,
+) -> None:
+    """The server's own HTTP reading, over a raw socket: a chunked body sent a few bytes at a
+    time, then (on the same keep-alive connection) two requests in one packet, the second
+    with Connection: close. Each gets its own reply in order, and each body is recorded."""
+    import json
+    import socket
+
+    judge_server.script(ok("first"), ok("second"), status(429, retry_after=2))
+    body = json.dumps({"model": "m", "messages": []}).encode()
+    chunked = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + f"{len(body[:7]):x}\r\n".encode() + body[:7] + b"\r\n"
+        + f"{len(body[7:]):x};ext=1\r\n".encode() + body[7:] + b"\r\n0\r\nTrailer: t\r\n\r\n"
+    )
+    plain = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+        + body
+    )
+    closing = plain.replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
+    host, port = judge_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        for at in range(0, len(chunked), 5):
+            sock.sendall(chunked[at:at + 5])
+            time.sleep(0.001)
+        sock.sendall(plain + closing)
+        received = b""
+        while chunk := sock.recv(65536):  # until the server closes after the third reply
+            received += chunk
+    replies = received.split(b"HTTP/1.1 ")[1:]
+    assert [r.split(b"\r\n", 1)[0] for r in replies] == [
+        b"200 OK", b"200 OK", b"429 Too Many Requests"
+    ]
+    assert b'"content": "first"' in replies[0] and b'"content": "second"' in replies[1]
+    assert b"Retry-After: 2\r\n" in replies[2] and b"Connection: close\r\n" in replies[2]
+    assert [r["json"] for r in judge_server.requests] == [{"model": "m", "messages": []}] * 3
+    assert all(r["replied"] >= r["t"] for r in judge_server.requests)
+
+
+def test_server_drops_the_reply_of_a_client_that_hung_up_and_serves_the_next(
+    judge_server: JudgeServer,
+) -> None:
+    """A client that hangs up while its (slow) reply is pending costs nothing later: the
+    reply is never written, and a new connection is served as usual."""
+    import socket
+
+    judge_server.script(slow(0.3), ok("after"))
+    request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+    host, port = judge_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(request)
+    time.sleep(0.4)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(request.replace(b"Host: x", b"Host: x\r\nConnection: close"))
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 200 OK") and b'"content": "after"' in received
+    assert "replied" not in judge_server.requests[0]
+    assert "replied" in judge_server.requests[1]
