@@ -178,7 +178,8 @@ def test_call_in_flight_at_a_kill_is_counted_lost_and_asked_once_more(data, fake
     run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
     item = run.items.first()
     # a worker claimed the pair, wrote its ledger row, called the judge and was killed
-    RunItem.objects.filter(pk=item.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    RunItem.objects.filter(pk=item.pk).update(lease_until=timezone.now() - timedelta(seconds=1),
+                                              attempts=1)
     JudgeCall.objects.create(run=run, judge=item.judge, response=item.response, key_entry=item.key_entry,
                              prompt_version="v1", outcome=JudgeCall.Outcome.STARTED)
     services.settle_chunk(run=run, pairs=[item.pair()])
@@ -186,6 +187,73 @@ def test_call_in_flight_at_a_kill_is_counted_lost_and_asked_once_more(data, fake
     assert ledger["in_flight_at_kill"] == 1 and ledger["ok"] == 1 and ledger["paid_twice"] == 0
     assert Grade.objects.filter(response=item.response, judge=item.judge, key_entry=item.key_entry).count() == 1
     assert len(fake_backend.calls) == 1
+
+
+def test_another_runs_call_in_flight_is_marked_lost_when_a_chunk_of_its_pairs_begins(
+    data, fake_backend
+):
+    """A run killed with a call in flight and never resumed leaves that call "started". A
+    later run grading the same pair marks it lost once, when the chunk begins (not claim by
+    claim), and pays for the pair once more itself; each run's ledger says what it paid."""
+    corrected = publish_correction(data)
+    killed = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
+    item = killed.items.order_by("pk").first()
+    stale = JudgeCall.objects.create(
+        run=killed, judge=item.judge, response=item.response, key_entry=item.key_entry,
+        prompt_version=item.judge.prompt_version, outcome=JudgeCall.Outcome.STARTED)
+    next_item = killed.items.exclude(response=item.response).order_by("pk").first()
+    other = JudgeCall.objects.create(  # another pair of the killed run: not in the chunk
+        run=killed, judge=next_item.judge, response=next_item.response,
+        key_entry=next_item.key_entry, prompt_version=next_item.judge.prompt_version,
+        outcome=JudgeCall.Outcome.STARTED)
+    ScoringRun.objects.filter(pk=killed.pk).update(status=ScoringRun.Status.FAILED)
+
+    later = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
+    pair = later.items.get(response=item.response, judge=item.judge, key_entry=item.key_entry)
+    services.settle_chunk(run=later, pairs=[pair.pair()])
+
+    assert JudgeCall.objects.get(pk=stale.pk).outcome == JudgeCall.Outcome.LOST
+    assert JudgeCall.objects.get(pk=other.pk).outcome == JudgeCall.Outcome.STARTED
+    assert services.ledger_summary(killed)["in_flight_at_kill"] == 1
+    later_ledger = services.ledger_summary(later)
+    assert (later_ledger["calls"], later_ledger["ok"], later_ledger["in_flight_at_kill"]) == (1, 1, 0)
+    assert len(fake_backend.calls) == 1
+
+
+def test_only_pairs_claimed_before_look_for_their_unfinished_calls(data):
+    """A claim looks up earlier unfinished calls only for the pairs it claims again (this run
+    claimed them before: attempts > 1), in one UPDATE; a group claimed for the first time
+    costs no lookup at all."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    corrected = publish_correction(data)
+    run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
+    items = list(run.items.select_related("judge", "response", "key_entry").order_by("pk"))
+
+    def entry(item):
+        return (item.pair(), item.judge, item.key_entry, item.response, item, True)
+
+    outcome = services.ChunkOutcome()
+    with CaptureQueriesContext(connection) as first:
+        claimed = services._claim_group([entry(i) for i in items[:3]], outcome, threading.Lock())
+    assert [e[4].pk for e in claimed] == [i.pk for i in items[:3]]
+    assert [q["sql"].split()[:2] for q in first.captured_queries] == [["UPDATE", '"scoring_runitem"']]
+
+    # items[3] was claimed by a worker that wrote its call's ledger row and was killed
+    RunItem.objects.filter(pk=items[3].pk).update(
+        attempts=1, lease_until=timezone.now() - timedelta(seconds=1))
+    in_flight = JudgeCall.objects.create(
+        run=run, judge=items[3].judge, response=items[3].response, key_entry=items[3].key_entry,
+        prompt_version=items[3].judge.prompt_version, outcome=JudgeCall.Outcome.STARTED)
+    with CaptureQueriesContext(connection) as again:
+        claimed = services._claim_group([entry(i) for i in items[3:5]], outcome, threading.Lock())
+    assert [e[4].pk for e in claimed] == [items[3].pk, items[4].pk]
+    assert [q["sql"].split()[:2] for q in again.captured_queries] == [
+        ["UPDATE", '"scoring_runitem"'], ["UPDATE", '"scoring_judgecall"']]
+    assert JudgeCall.objects.get(pk=in_flight.pk).outcome == JudgeCall.Outcome.LOST
+    assert list(RunItem.objects.filter(pk__in=[items[3].pk, items[4].pk]).order_by("pk")
+                .values_list("attempts", flat=True)) == [2, 1]
 
 
 def test_unparsed_output_is_stored_as_null_grade_with_raw_output(
@@ -446,6 +514,17 @@ def test_lost_calls_are_marked_only_for_the_claimed_pairs_at_their_prompt_versio
     assert all(c.detail == services.LOST_DETAIL for c in JudgeCall.objects.filter(outcome="lost"))
     assert [JudgeCall.objects.get(pk=c.pk).outcome for c in kept] == [
         "failed", "started", "started", "started"]
+
+    # other_than_run leaves that run's own calls as they are
+    later = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
+    mine = JudgeCall.objects.create(
+        run=later, judge=j1, response=r2, key_entry_id=entry_of[r2.question_id],
+        prompt_version=v1, outcome="started")
+    marked = services._mark_lost_many([(j1, r2.pk, entry_of[r2.question_id])],
+                                      other_than_run=later.pk)
+    assert marked == 1
+    assert JudgeCall.objects.get(pk=kept[3].pk).outcome == "lost"
+    assert JudgeCall.objects.get(pk=mine.pk).outcome == "started"
 
 
 def test_lost_call_lookup_uses_the_pair_index_on_a_ledger_without_statistics(data):
