@@ -256,6 +256,43 @@ def test_only_pairs_claimed_before_look_for_their_unfinished_calls(data):
                 .values_list("attempts", flat=True)) == [2, 1]
 
 
+@pytest.mark.sqlite
+def test_a_grade_written_meanwhile_is_reused_and_the_rest_of_the_batch_is_settled(data):
+    """A batch settle whose pair was graded meanwhile (another run or delivery wrote the
+    grade after the chunk looked): that pair is settled as reused, with the grade already
+    there untouched; the batch's other grades, items, ledger rows and the run counters are
+    written in the same transaction, and no error is raised."""
+    corrected = publish_correction(data)
+    run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
+    items = list(run.items.select_related("judge").order_by("pk")[:3])
+    calls = [JudgeCall.objects.create(run=run, judge=i.judge, response_id=i.response_id,
+                                      key_entry_id=i.key_entry_id,
+                                      prompt_version=i.judge.prompt_version) for i in items]
+
+    def grade(item, value):
+        return {"response_id": item.response_id, "judge_id": item.judge_id,
+                "key_entry_id": item.key_entry_id, "prompt_version": item.judge.prompt_version,
+                "grade": value, "rationale": "r", "flag": False, "flag_reason": "",
+                "raw_output": "{}", "stop_reason": "stop", "run_id": run.pk}
+
+    earlier = Grade.objects.create(**{**grade(items[1], 0), "rationale": "written meanwhile"})
+    batch = [services._Finished(i.pk, RunItem.State.GRADED, c.pk, JudgeCall.Outcome.OK, "",
+                                grade(i, 2)) for i, c in zip(items, calls, strict=True)]
+    before = ScoringRun.objects.values_list("done", "graded", "reused", "failed", "unparsed").get(pk=run.pk)
+    outcome = services.ChunkOutcome()
+    services._BatchSettler(run, outcome, threading.Lock()).write(batch)
+
+    assert [RunItem.objects.get(pk=i.pk).state for i in items] == ["graded", "reused", "graded"]
+    kept = Grade.objects.get(pk=earlier.pk)
+    assert (kept.grade, kept.rationale) == (0, "written meanwhile")
+    for item in items:
+        assert Grade.objects.filter(response_id=item.response_id, judge_id=item.judge_id,
+                                    key_entry_id=item.key_entry_id).count() == 1
+    assert [JudgeCall.objects.get(pk=c.pk).outcome for c in calls] == ["ok"] * 3
+    after = ScoringRun.objects.values_list("done", "graded", "reused", "failed", "unparsed").get(pk=run.pk)
+    assert [a - b for a, b in zip(after, before, strict=True)] == [3, 2, 1, 0, 0]
+
+
 def test_unparsed_output_is_stored_as_null_grade_with_raw_output(
     data, monkeypatch, django_capture_on_commit_callbacks
 ):
