@@ -596,3 +596,28 @@ def test_lost_call_lookup_uses_the_pair_index_on_a_ledger_without_statistics(dat
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "call_pair_idx" in plan, plan
     assert "BitmapAnd" not in plan and "Seq Scan on scoring_judgecall" not in plan, plan
+
+
+def test_tables_updated_in_place_keep_room_for_hot_updates_and_no_redundant_index(data):
+    """PostgreSQL schema of the run's hot tables (migration scoring 0004): run items and
+    ledger rows keep a quarter of each page free, so a claim's UPDATE (lease, attempts) and
+    a call's settle (outcome, detail) can be HOT updates, with no index entry written; the
+    single-column indexes that a composite index starts with are gone."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname IN "
+                       "('scoring_runitem', 'scoring_judgecall', 'scoring_grade')")
+        options = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT t.relname, a.attname FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid "
+            "JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = i.indkey[0] "
+            "WHERE i.indnatts = 1 AND t.relname IN ('scoring_runitem', 'scoring_grade')")
+        single = sorted(cursor.fetchall())
+    assert options == {"scoring_runitem": ["fillfactor=75"], "scoring_judgecall": ["fillfactor=75"],
+                       "scoring_grade": None}
+    assert single == [
+        ("scoring_grade", "id"), ("scoring_grade", "judge_id"), ("scoring_grade", "run_id"),
+        ("scoring_runitem", "id"), ("scoring_runitem", "judge_id"),
+        ("scoring_runitem", "key_entry_id"), ("scoring_runitem", "response_id"),
+    ]
