@@ -111,7 +111,7 @@ def test_redis_restarted_mid_run_then_resumed_grades_each_pair_once(
     assert fresh.llen(worker.queue) == 0
     assert fresh.hlen("unacked") == 0 and fresh.zcard("unacked_index") == 0
 
-    worker._wait_ready(30)  # the same worker process reconnects to the new server
+    restarted = _reconnect_or_restart(worker)
     time.sleep(3)  # chunks that were executing during the outage finish; nothing else comes
     stalled = ScoringRun.objects.get(pk=run.pk)
     assert worker.process.poll() is None, worker.log()
@@ -123,8 +123,30 @@ def test_redis_restarted_mid_run_then_resumed_grades_each_pair_once(
     print(f"\nfaults injected: Redis (no persistence) killed at {at_stop}/{PAIRS} pairs with "
           f"{queued} keys queued, down 2 s, restarted on the same port; run stalled at "
           f"{stalled.done}/{PAIRS} (messages lost), `rescore --resume` completed it; "
+          f"worker {'restarted after the kombu race' if restarted else 'reconnected by itself'}; "
           f"{PAIRS} grades, one per pair; ledger {ledger}; judge answered "
           f"{fake_openai_judge.calls} calls")
+
+
+# kombu's Redis transport can crash the worker as it reconnects: a pub/sub read (the
+# remote-control channel) that failed with the server gone reconnects through a connection
+# the consumer has just torn down ("Unrecoverable error: AttributeError(\"'NoneType' object
+# has no attribute 'hostname'\")"; celery/kombu#659 is the same race on another line). Seen
+# once in ~10 runs of this test. Then the worker is started again, as its supervisor would.
+KOMBU_RECONNECT_RACE = "'NoneType' object has no attribute 'hostname'"
+
+
+def _reconnect_or_restart(worker) -> bool:
+    """Wait for the worker to answer again after the Redis restart; if kombu's reconnect
+    race killed it (and only then), start it again. Return whether it was restarted."""
+    try:
+        worker._wait_ready(30)  # the same worker process reconnects to the new server
+        return False
+    except RuntimeError:
+        if worker.process.poll() is None or KOMBU_RECONNECT_RACE not in worker.log():
+            raise
+    worker.start()
+    return True
 
 
 def _terminate_other_backends() -> int:
