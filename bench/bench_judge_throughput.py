@@ -562,8 +562,22 @@ Timed from sending `scoring.run_start` to the run leaving running.
   version) pair for the lost-call lookup (PostgreSQL CPU 20.0 -> 16.3 s per full run; it
   had read half the ledger per pair), grade and ledger rows sent as one JSON parameter
   (2.5-2.9 -> 1.2-1.3 ms of worker CPU per 32 grades): 1.263, 1.264 and 1.277x in a
-  first `--repeat 3` (2.51-2.55 ms per call), then 1.216-1.225x (2.38-2.41 ms per call): this
-  table. The same code, an hour apart.
+  first `--repeat 3` (2.51-2.55 ms per call), then 1.216-1.225x (2.38-2.41 ms per call), the
+  same code an hour apart. The session after (2026-11-30), on a machine where that code
+  measured 1.305x at full scale (worker 2.65 ms per call, the machine 3.75 ms): the judge API
+  reads requests with an asyncio Protocol and answers each from a loop timer, not a stream
+  coroutine (0.37 -> 0.26-0.28 ms of its CPU per call); a claim looks up earlier unfinished
+  calls only for the pairs it claims again, and other runs' once per chunk (the lookup was
+  PostgreSQL's costliest statement and almost always found nothing); the batch settle
+  writes grades with INSERT ... ON CONFLICT DO NOTHING instead of a savepoint, and its
+  UPDATEs as plain SQL; run items and ledger rows keep room for HOT updates (fillfactor 75)
+  and three single-column indexes that composite ones start with are gone. PostgreSQL
+  17.5 -> 15.1-16.5 s per full run, the machine's CPU per call 3.75 -> 3.5-3.6 ms; full-scale
+  runs of the final code 1.256-1.306x as the host's speed moved (worker 2.47-2.68 ms per
+  call), this table among them.
+- The time a held slot spends outside the server is waiting for a CPU: at 16 per judge
+  instead of 32 (the machine 65% busy, not ~89%) the same code ran at 1.108x the floor with
+  2.0 of 31.8 held slots in transit, against ~12.5 of 63.4 at full load.
 - Runs vary by several per cent on this virtual machine: the worker's CPU per call moves
   with the host's load (1.5-2.3 ms per call for the same code within one session), and the
   ratio with it; compare runs made one after another (`--repeat`). Tried and dropped: a 1 ms GIL switch interval, disabling or re-tuning the
