@@ -152,8 +152,9 @@ class CeleryWorker:
             except subprocess.TimeoutExpired:
                 self.kill()
 
-    def wait_for_run(self, run_id: int, timeout: float = 60.0, *, until=None):
-        """Poll the run until it finishes (or `until(run)` holds); return the run."""
+    def wait_for_run(self, run_id: int, timeout: float = 60.0, *, until=None, poll: float = 0.1):
+        """Poll the run every `poll` seconds until it finishes (or `until(run)` holds);
+        return the run."""
         from scoring.models import ScoringRun
 
         deadline = time.monotonic() + timeout
@@ -163,7 +164,7 @@ class CeleryWorker:
                 return run
             if self.process.poll() is not None and until is None:
                 raise RuntimeError(f"worker died:\n{self.log()}")
-            time.sleep(0.1)
+            time.sleep(poll)
         raise AssertionError(f"run {run_id} did not finish in {timeout} s: {run.status} "
                              f"{run.done}/{run.needed}\n{self.log()[-4000:]}")
 
