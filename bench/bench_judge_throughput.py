@@ -577,9 +577,10 @@ Timed from sending `scoring.run_start` to the worker closing the run (its finish
   writes grades with INSERT ... ON CONFLICT DO NOTHING instead of a savepoint, and its
   UPDATEs as plain SQL; run items and ledger rows keep room for HOT updates (fillfactor 75)
   and three single-column indexes that composite ones start with are gone. PostgreSQL
-  17.5 -> 15.1-16.5 s per full run, the machine's CPU per call 3.75 -> 3.5-3.6 ms; full-scale
-  runs of the final code 1.256-1.306x as the host's speed moved (worker 2.47-2.68 ms per
-  call), this table among them.
+  17.5 -> 14.7-16.5 s per full run, the machine's CPU per call 3.75 -> 3.4-3.6 ms; full-scale
+  runs of that code 1.256-1.306x as the host's speed moved (worker 2.47-2.68 ms per call).
+  Then the bench itself stopped polling the run 10 times a second (it reads the run's
+  finished_at instead; its CPU 3.2 -> 2.0 s per run): 1.236, 1.247 and 1.257x, this table.
 - The time a held slot spends outside the server is waiting for a CPU: at 16 per judge
   instead of 32 (the machine 65% busy, not ~89%) the same code ran at 1.108x the floor with
   2.0 of 31.8 held slots in transit, against ~12.5 of 63.4 at full load.
