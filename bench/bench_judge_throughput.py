@@ -594,7 +594,10 @@ Timed from sending `scoring.run_start` to the worker closing the run (its finish
   Django's server-side parameter binding for PostgreSQL (no measurable change either);
   6 worker processes (1.44-1.56x at 1/3 scale, more CPU per call, 400 MiB); Python 3.12
   (pyenv's 3.12.1; aiohttp writes the request body eagerly there, but the worker spent
-  2.55-2.75 ms per call against 2.27-2.28 on 3.11, and the ratio was worse).
+  2.55-2.75 ms per call against 2.27-2.28 on 3.11, and the ratio was worse). On this
+  table's machine: yielding to the next slot holder before a reply's post-processing
+  (`asyncio.sleep(0)` after the slot's release: slots in transit unchanged) and 3 worker
+  processes (1.255/1.263x at 1/3 scale against 1.242/1.248x with 4).
 - Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()};
   the judge server runs in a process of its own.
 """
