@@ -259,6 +259,7 @@ class _Connection(asyncio.Protocol):
         self.buffer = bytearray()
         self.pending: asyncio.TimerHandle | None = None  # the reply being waited for
         self.busy = False
+        self.eof = False  # the client has shut down its side (it may still read replies)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -277,6 +278,13 @@ class _Connection(asyncio.Protocol):
         self.buffer += data
         if not self.busy:
             self._next_request()
+
+    def eof_received(self) -> bool:
+        """A client that sends its request and shuts down its side still gets the reply: keep
+        the transport open while a reply is due (closed once the buffered requests are
+        answered)."""
+        self.eof = True
+        return self.busy
 
     def _next_request(self) -> None:
         try:
@@ -314,8 +322,11 @@ class _Connection(asyncio.Protocol):
         self.busy = False
         if close:
             self.transport.close()
-        elif self.buffer:
+            return
+        if self.buffer:
             self._next_request()
+        if self.eof and not self.busy:
+            self.transport.close()
 
 
 def _parse_request(

@@ -383,7 +383,8 @@ def test_server_drops_the_reply_of_a_client_that_hung_up_and_serves_the_next(
     judge_server: JudgeServer,
 ) -> None:
     """A client that hangs up while its (slow) reply is pending costs nothing later: the
-    reply is never written, and a new connection is served as usual."""
+    reply goes to a closed connection (at its end of file the server cannot tell a hang-up
+    from a half-close, so it answers), and a new connection is served as usual."""
     import socket
 
     judge_server.script(slow(0.3), ok("after"))
@@ -398,5 +399,28 @@ def test_server_drops_the_reply_of_a_client_that_hung_up_and_serves_the_next(
         while chunk := sock.recv(65536):
             received += chunk
     assert received.startswith(b"HTTP/1.1 200 OK") and b'"content": "after"' in received
-    assert "replied" not in judge_server.requests[0]
+    assert [r["path"] for r in judge_server.requests] == ["/v1/chat/completions"] * 2
     assert "replied" in judge_server.requests[1]
+
+
+def test_server_answers_a_client_that_shut_down_its_side_after_sending(
+    judge_server: JudgeServer,
+) -> None:
+    """A client may send its request(s) and shut down its sending side (half-close) before
+    reading: each buffered request is still answered after its latency, then the server
+    closes the connection."""
+    import socket
+
+    judge_server.latency = 0.05
+    judge_server.script(ok("one"), ok("two"))
+    request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+    host, port = judge_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(request + request)
+        sock.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    assert received.count(b"HTTP/1.1 200 OK") == 2
+    assert received.index(b'"content": "one"') < received.index(b'"content": "two"')
+    assert [("replied" in r) for r in judge_server.requests] == [True, True]
