@@ -1079,12 +1079,15 @@ _INSERT_SQL: dict[tuple, tuple[str, str | None, str, bool]] = {}
 
 
 def _insert_sql(
-    model: type[Model], columns: tuple[str, ...], connection: Any
+    model: type[Model], columns: tuple[str, ...], connection: Any,
+    skip_conflicts: tuple[str, ...] = (),
 ) -> tuple[str, str | None, str, bool]:
     """Return (head "INSERT INTO t (columns) ", the rows' clause on PostgreSQL or None
-    elsewhere, " RETURNING id", whether created_at is stamped) for _insert_rows, built once
-    per model, columns and database vendor (building them asks every field for its SQL type)."""
-    key = (model, columns, connection.vendor)
+    elsewhere, the tail: " RETURNING id", or with skip_conflicts " ON CONFLICT (those
+    columns) DO NOTHING RETURNING those columns", whether created_at is stamped) for
+    _insert_rows, built once per model, columns, conflict columns and database vendor
+    (building them asks every field for its SQL type)."""
+    key = (model, columns, skip_conflicts, connection.vendor)
     if key not in _INSERT_SQL:
         meta = model._meta
         qn = connection.ops.quote_name
@@ -1096,8 +1099,12 @@ def _insert_sql(
         if connection.vendor == "postgresql":
             clause = (f"SELECT {_json_columns(fields, connection)}{', %s' if stamped else ''} "
                       "FROM json_array_elements(%s::json) AS r")
+        tail = f" RETURNING {qn(meta.pk.column)}"
+        if skip_conflicts:
+            unique = ", ".join(qn(meta.get_field(c).column) for c in skip_conflicts)
+            tail = f" ON CONFLICT ({unique}) DO NOTHING RETURNING {unique}"
         _INSERT_SQL[key] = (f"INSERT INTO {qn(meta.db_table)} ({', '.join(targets)}) ", clause,
-                            f" RETURNING {qn(meta.pk.column)}", stamped)
+                            tail, stamped)
     return _INSERT_SQL[key]
 
 
@@ -1130,11 +1137,7 @@ def _insert_rows(
 
     if not rows:
         return []
-    head, clause, returning, stamped = _insert_sql(model, tuple(columns), connection)
-    if skip_conflicts:
-        unique = ", ".join(connection.ops.quote_name(model._meta.get_field(c).column)
-                           for c in skip_conflicts)
-        returning = f" ON CONFLICT ({unique}) DO NOTHING RETURNING {unique}"
+    head, clause, returning, stamped = _insert_sql(model, tuple(columns), connection, skip_conflicts)
     now = timezone.now()
     if clause is not None:
         params: list[Any] = ([now] if stamped else []) + [json.dumps(rows, cls=DjangoJSONEncoder)]
@@ -1306,8 +1309,12 @@ class _BatchSettler:
                 self.outcome.count(d.state)
 
 
-# A grade's pair: the columns of its unique constraint (grade_unique_per_key_and_prompt).
-GRADE_PAIR = ("response_id", "judge_id", "key_entry_id", "prompt_version")
+# A grade's pair: the columns (attnames) of its unique constraint, read from the model so
+# the two cannot drift apart.
+GRADE_PAIR = next(
+    tuple(Grade._meta.get_field(f).attname for f in c.fields)
+    for c in Grade._meta.constraints if c.name == "grade_unique_per_key_and_prompt"
+)
 
 _SETTLE_SQL: dict[str, dict[str, str]] = {}
 
