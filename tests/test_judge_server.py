@@ -339,6 +339,29 @@ def test_server_on_uvloop_answers_both_sdks_with_its_latency(
         server.stop()
 
 
+EMPTY_POST = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+
+
+def raw_exchange(server: JudgeServer, *parts: bytes, pause: float = 0.0,
+                 shut_write: bool = False, read: bool = True) -> bytes:
+    """Send `parts` to the server over a raw TCP connection (sleeping `pause` between them),
+    optionally shut down the sending side, then read until the server closes; return what
+    was read (nothing when read is False: the connection is closed at once)."""
+    import socket
+
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        for part in parts:
+            sock.sendall(part)
+            time.sleep(pause)
+        if shut_write:
+            sock.shutdown(socket.SHUT_WR)
+        received = b""
+        while read and (chunk := sock.recv(65536)):
+            received += chunk
+    return received
+
+
 def test_server_reads_requests_split_across_packets_chunked_and_one_after_another(
     judge_server: JudgeServer,
 ) -> None:
@@ -346,7 +369,6 @@ def test_server_reads_requests_split_across_packets_chunked_and_one_after_anothe
     time, then (on the same keep-alive connection) two requests in one packet, the second
     with Connection: close. Each gets its own reply in order, and each body is recorded."""
     import json
-    import socket
 
     judge_server.script(ok("first"), ok("second"), status(429, retry_after=2))
     body = json.dumps({"model": "m", "messages": []}).encode()
@@ -360,15 +382,8 @@ def test_server_reads_requests_split_across_packets_chunked_and_one_after_anothe
         + body
     )
     closing = plain.replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
-    host, port = judge_server.url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=5) as sock:
-        for at in range(0, len(chunked), 5):
-            sock.sendall(chunked[at:at + 5])
-            time.sleep(0.001)
-        sock.sendall(plain + closing)
-        received = b""
-        while chunk := sock.recv(65536):  # until the server closes after the third reply
-            received += chunk
+    pieces = [chunked[at:at + 5] for at in range(0, len(chunked), 5)]
+    received = raw_exchange(judge_server, *pieces, plain + closing, pause=0.001)
     replies = received.split(b"HTTP/1.1 ")[1:]
     assert [r.split(b"\r\n", 1)[0] for r in replies] == [
         b"200 OK", b"200 OK", b"429 Too Many Requests"
@@ -385,19 +400,11 @@ def test_server_drops_the_reply_of_a_client_that_hung_up_and_serves_the_next(
     """A client that hangs up while its (slow) reply is pending costs nothing later: the
     reply goes to a closed connection (at its end of file the server cannot tell a hang-up
     from a half-close, so it answers), and a new connection is served as usual."""
-    import socket
-
     judge_server.script(slow(0.3), ok("after"))
-    request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
-    host, port = judge_server.url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=5) as sock:
-        sock.sendall(request)
+    raw_exchange(judge_server, EMPTY_POST, read=False)
     time.sleep(0.4)
-    with socket.create_connection((host, int(port)), timeout=5) as sock:
-        sock.sendall(request.replace(b"Host: x", b"Host: x\r\nConnection: close"))
-        received = b""
-        while chunk := sock.recv(65536):
-            received += chunk
+    received = raw_exchange(
+        judge_server, EMPTY_POST.replace(b"Host: x", b"Host: x\r\nConnection: close"))
     assert received.startswith(b"HTTP/1.1 200 OK") and b'"content": "after"' in received
     assert [r["path"] for r in judge_server.requests] == ["/v1/chat/completions"] * 2
     assert "replied" in judge_server.requests[1]
@@ -409,18 +416,9 @@ def test_server_answers_a_client_that_shut_down_its_side_after_sending(
     """A client may send its request(s) and shut down its sending side (half-close) before
     reading: each buffered request is still answered after its latency, then the server
     closes the connection."""
-    import socket
-
     judge_server.latency = 0.05
     judge_server.script(ok("one"), ok("two"))
-    request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
-    host, port = judge_server.url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=5) as sock:
-        sock.sendall(request + request)
-        sock.shutdown(socket.SHUT_WR)
-        received = b""
-        while chunk := sock.recv(65536):
-            received += chunk
+    received = raw_exchange(judge_server, EMPTY_POST + EMPTY_POST, shut_write=True)
     assert received.count(b"HTTP/1.1 200 OK") == 2
     assert received.index(b'"content": "one"') < received.index(b'"content": "two"')
     assert [("replied" in r) for r in judge_server.requests] == [True, True]
