@@ -580,7 +580,10 @@ Timed from sending `scoring.run_start` to the worker closing the run (its finish
   17.5 -> 14.7-16.5 s per full run, the machine's CPU per call 3.75 -> 3.4-3.6 ms; full-scale
   runs of that code 1.256-1.306x as the host's speed moved (worker 2.47-2.68 ms per call).
   Then the bench itself stopped polling the run 10 times a second (it reads the run's
-  finished_at instead; its CPU 3.2 -> 2.0 s per run): 1.236, 1.247 and 1.257x, this table.
+  finished_at instead; its CPU 3.2 -> 2.0 s per run): 1.236, 1.247 and 1.257x. The next
+  session (also 2026-11-30) changed no product code: a single full run early in the session
+  gave 1.183x (worker 2.31 ms per call, the machine 83% busy), a `--repeat 3` later the same
+  day 1.227, 1.229 and 1.242x (this table; worker 2.44-2.52 ms per call).
 - The time a held slot spends outside the server is waiting for a CPU: at 16 per judge
   instead of 32 (the machine 65% busy, not ~89%) the same code ran at 1.108x the floor with
   2.0 of 31.8 held slots in transit, against ~12.5 of 63.4 at full load.
@@ -597,7 +600,18 @@ Timed from sending `scoring.run_start` to the worker closing the run (its finish
   2.55-2.75 ms per call against 2.27-2.28 on 3.11, and the ratio was worse). On this
   table's machine: yielding to the next slot holder before a reply's post-processing
   (`asyncio.sleep(0)` after the slot's release: slots in transit unchanged) and 3 worker
-  processes (1.255/1.263x at 1/3 scale against 1.242/1.248x with 4).
+  processes (1.255/1.263x at 1/3 scale against 1.242/1.248x with 4). The session after, at
+  1/3 scale in runs alternated with the code without them (no measurable change, so none
+  kept): slot holders that send the next queued request at once instead of handing their
+  slot to a waiting call (1.209/1.185x against 1.219/1.175x); a broker poll of 0.2 s instead
+  of 0.05 s (Redis exchanges 3,051 -> ~1,150 per run, but slots held 63.2 -> 61.8 of 64:
+  freed slots waited in Redis longer; 1.229/1.229x); Python 3.13.0 for the worker and the
+  judge API (1.221/1.159x against 1.193/1.204x, 2.43-2.59 ms per call against 2.31-2.39).
+  Measured on the SDK's request path alone (5,000 calls, 32 in flight, nothing else in the
+  process): pyreqwest's httpx transport 1.51 ms per call against 1.35 ms over aiohttp;
+  leaving out the SDK's seven X-Stainless-* headers (`default_headers` with Omit) no
+  difference; openai 2.54 instead of 3.57 perhaps 10-15% less (best of 5: 1.10 against
+  1.30 ms), within this host's noise and not worth pinning an older major version for.
 - Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()};
   the judge server runs in a process of its own.
 """
