@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
@@ -90,7 +91,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
         messages.error(request, str(exc))
         return redirect("scoring:runs")
     if run.needed:
-        text = f"{run.needed} pair(s) to grade, {run.reused} reused."
+        text = f"{run.needed} pair{pluralize(run.needed)} to grade, {run.reused} reused."
     else:
         text = f"nothing lacks a grade; all {run.reused} reused."
     messages.success(request, f"Run {run.pk} for {edition.benchmark.name} / {edition.name}: {text}")

@@ -38,6 +38,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Model, Q
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from questions.errors import DomainError, InvalidTransitionError
@@ -323,7 +324,7 @@ def scoring_run_finish(*, run: ScoringRun) -> bool:
             if run.status == ScoringRun.Status.FAILED:
                 ScoringRun.objects.filter(pk=run.pk).update(
                     error=_append_note(
-                        run.error, f"{run.failed} pair(s) failed; a new run will retry them"
+                        run.error, f"{run.failed} pair{pluralize(run.failed)} failed; a new run will retry them"
                     )
                 )
             _after_finish(run)

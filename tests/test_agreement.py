@@ -24,6 +24,7 @@ def test_agreement_json_original_hand_checked(tiny):
     # scored responses graded by both: Q1 (2,2)(1,0) Q2 (0,0)(1,1) Q3 mA (2,2) Q4 (1,1)(2,2);
     # mB/Q3 has a null grade from j2 and is dropped
     assert pair["n"] == 7 and pair["n_missing"] == 1
+    assert "1 response dropped: a grade from one or both judges is null or missing" in pair["notes"]
     assert pair["exact_agreement"] == round(6 / 7, 4)
     assert pair["confusion"] == [[1, 0, 0], [1, 2, 0], [0, 0, 3]]
     assert -1 <= pair["cohen_kappa"] <= 1

@@ -317,7 +317,7 @@ def test_unavailable_judge_marks_pairs_failed_and_the_run_reports_it(
     corrected = publish_correction(data)
     run = _run(corrected, data.judges, django_capture_on_commit_callbacks)
     assert (run.status, run.failed, run.graded, run.done) == ("failed", 6, 0, 6)
-    assert "6 pair(s) failed" in run.error
+    assert "6 pairs failed; a new run will retry them" in run.error
     assert set(run.items.values_list("state", flat=True)) == {"failed"}
     assert "HTTP 429" in run.items.first().detail
     assert services.ledger_summary(run)["failed"] == 6

@@ -80,7 +80,13 @@ def test_runs_page_shows_progress_and_polls_only_while_running(admin_client, dat
 
     fragment = admin_client.get(f"/runs/{run.pk}/progress/").content.decode()
     assert fragment.startswith(f'<div id="run-progress-{run.pk}"')
-    assert 'hx-trigger="every 1s"' in fragment and "<strong>3</strong> of <strong>8</strong>" in fragment
+    assert 'hx-trigger="every 1s"' in fragment
+    assert "<strong>3</strong> of <strong>8</strong> pairs settled" in fragment
+
+    ScoringRun.objects.filter(pk=run.pk).update(needed=1, done=0)
+    fragment = admin_client.get(f"/runs/{run.pk}/progress/").content.decode()
+    assert "<strong>0</strong> of <strong>1</strong> pair settled" in fragment
+    ScoringRun.objects.filter(pk=run.pk).update(needed=8, done=3)
 
     ScoringRun.objects.filter(pk=run.pk).update(status="complete", done=8, graded=8)
     fragment = admin_client.get(f"/runs/{run.pk}/progress/").content.decode()

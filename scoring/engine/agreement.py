@@ -164,7 +164,8 @@ def _pair(
     notes: list[str] = []
     if n_missing:
         notes.append(
-            f"{n_missing} response(s) dropped: a grade from one or both judges is null or missing"
+            f"{n_missing} response{'' if n_missing == 1 else 's'} dropped: a grade from one or both"
+            " judges is null or missing"
         )
     if n == 0:
         notes.append("no response graded by both judges: every statistic is undefined")
