@@ -452,7 +452,8 @@ def agreement_table(doc: dict[str, Any]) -> str:
     if not doc["pairs"]:
         lines.append(
             "Agreement needs two judges: this edition's grades come from "
-            f"{len(doc['judges'])} judge(s), so there is no inter-rater statistic."
+            f"{len(doc['judges'])} judge{'' if len(doc['judges']) == 1 else 's'}, so there is no"
+            " inter-rater statistic."
         )
     for p in doc["pairs"]:
         lines += [

@@ -265,9 +265,8 @@ def load_edition_grades(
         graded = set(table.judge_ids.tolist())
         idle = [j.judge_id for j in judges if j.judge_id not in graded]
         if idle:
-            notes.append(
-                f"judge(s) {', '.join(idle)} have no grade against this edition's key entries"
-            )
+            who = f"judge {idle[0]} has" if len(idle) == 1 else f"judges {', '.join(idle)} have"
+            notes.append(f"{who} no grade against this edition's key entries")
     else:
         notes.append(f"no grade against the key entries of edition {edition.name!r} yet")
     return EditionGrades(

@@ -177,6 +177,18 @@ def test_edition_grades_use_effective_entries_and_current_prompt(tiny):
     assert table.grade_values(table.codes[q2, a]).tolist() == [2.0, 2.0]
 
 
+def test_edition_grades_note_names_a_judge_without_grades(tiny):
+    from scoring.selectors import load_edition_grades
+
+    bench = tiny["corrected"].benchmark
+    Judge.objects.create(benchmark=bench, judge_id="j3", name="j3", vendor="v3")
+    notes = load_edition_grades(tiny["corrected"]).notes
+    assert "judge j3 has no grade against this edition's key entries" in notes
+    Judge.objects.create(benchmark=bench, judge_id="j4", name="j4", vendor="v4")
+    notes = load_edition_grades(tiny["corrected"]).notes
+    assert "judges j3, j4 have no grade against this edition's key entries" in notes
+
+
 def test_grade_rows_load_in_a_bounded_number_of_queries(tiny, django_assert_max_num_queries):
     from scoring.selectors import load_edition_grades
 
