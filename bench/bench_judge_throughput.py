@@ -83,7 +83,9 @@ def pss_mb(pid: int) -> float:
     total = 0
     for p in family(pid):
         try:
-            m = re.search(r"^Pss:\s+(\d+) kB", Path(f"/proc/{p}/smaps_rollup").read_text(), re.MULTILINE)
+            m = re.search(
+                r"^Pss:\s+(\d+) kB", Path(f"/proc/{p}/smaps_rollup").read_text(), re.MULTILINE
+            )
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
         total += int(m.group(1)) if m else 0
@@ -304,10 +306,25 @@ def prefork_worker_class(base: type, procs: int) -> type:
             log = self.log_path.open("wb")
             self.process = subprocess.Popen(
                 [
-                    str(worker_fixtures.CELERY_BIN), "-A", "config", "worker", "-P", "prefork",
-                    "-c", str(procs), "--prefetch-multiplier", "1", "--without-heartbeat",
-                    "--without-mingle", "--without-gossip", "-Q", self.queue,
-                    "-n", f"{self.queue}-{self.starts}@%h", "-l", "warning",
+                    str(worker_fixtures.CELERY_BIN),
+                    "-A",
+                    "config",
+                    "worker",
+                    "-P",
+                    "prefork",
+                    "-c",
+                    str(procs),
+                    "--prefetch-multiplier",
+                    "1",
+                    "--without-heartbeat",
+                    "--without-mingle",
+                    "--without-gossip",
+                    "-Q",
+                    self.queue,
+                    "-n",
+                    f"{self.queue}-{self.starts}@%h",
+                    "-l",
+                    "warning",
                 ],
                 cwd=worker_fixtures.PROJECT_ROOT,
                 env=self.env(),
@@ -373,7 +390,9 @@ def run(args: argparse.Namespace) -> dict:
         setup_s = time.monotonic() - t0
         print(f"set-up {setup_s:.1f} s: {len(data.responses)} responses, {run_obj.needed} pairs")
 
-        worker_class = prefork_worker_class(CeleryWorker, args.procs) if args.procs > 1 else CeleryWorker
+        worker_class = (
+            prefork_worker_class(CeleryWorker, args.procs) if args.procs > 1 else CeleryWorker
+        )
         worker = worker_class(
             queue=f"bench-tp-{uuid.uuid4().hex[:8]}",
             broker=REDIS_URL,
@@ -412,7 +431,8 @@ def run(args: argparse.Namespace) -> dict:
         spans = server.intervals()
         at_server = (
             sum(b - a for a, b in spans) / (max(b for _, b in spans) - min(a for a, _ in spans))
-            if spans else 0.0
+            if spans
+            else 0.0
         )
         if os.environ.get("BENCH_TIMELINE"):
             first = started
@@ -485,7 +505,8 @@ def render(r: dict, full: bool, runs: list[dict] | None = None) -> str:
         f"{len(runs)} runs of the same code, one after another: ratio {ratios[0]:.3f}-{ratios[-1]:.3f}"
         f" (each: {', '.join(f'{x:.3f}' for x in ratios)}); peak Pss {min(x['pss_mb'] for x in runs):.0f}-"
         f"{max(x['pss_mb'] for x in runs):.0f} MiB. The table is the median run."
-        if len(runs) > 1 else "One run."
+        if len(runs) > 1
+        else "One run."
     )
     machine_per_call = r["machine_cpu_s"] / max(1, r["calls"])
     rate_floor = r["concurrency"] * r["judges"] / r["latency"]
@@ -635,20 +656,28 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=111)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=32, help="per judge")
-    parser.add_argument("--threads", type=int, default=2, help="worker threads (-c): chunks at once")
     parser.add_argument(
-        "--procs", type=int, default=4,
+        "--threads", type=int, default=2, help="worker threads (-c): chunks at once"
+    )
+    parser.add_argument(
+        "--procs",
+        type=int,
+        default=4,
         help="worker processes: 1 = `-P threads -c THREADS`; N > 1 = `-P prefork -c N`",
     )
     parser.add_argument("--chunk", type=int, default=1000, help="pairs per grade_chunk task")
     parser.add_argument(
-        "--judge-threads", type=int, default=64,
+        "--judge-threads",
+        type=int,
+        default=64,
         help="SNAGLIST_JUDGE_THREADS: threads the worker adds to grade chunks' pairs concurrently",
     )
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument(
-        "--repeat", type=int, default=1,
+        "--repeat",
+        type=int,
+        default=1,
         help="run N times; the README gets the median run and every run's ratio",
     )
     args = parser.parse_args()

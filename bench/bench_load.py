@@ -219,8 +219,14 @@ async def claimer(stats, client, username, deadline, think, rng):
         item_id = None
         if rng.random() < 0.5:
             r = await request(
-                stats, client, "claim_next", "POST", "/review/next/",
-                data={"benchmark": BENCHMARK}, headers=csrf(client), expect=(303,),
+                stats,
+                client,
+                "claim_next",
+                "POST",
+                "/review/next/",
+                data={"benchmark": BENCHMARK},
+                headers=csrf(client),
+                expect=(303,),
             )
             if r is None or r.status_code != 303:
                 await asyncio.sleep(rng.uniform(*think))
@@ -243,8 +249,14 @@ async def claimer(stats, client, username, deadline, think, rng):
                 continue
             item_id = int(rng.choice(ids[:5]))  # the top rows: claimers race for them
             r = await request(
-                stats, client, "claim", "POST", f"/review/items/{item_id}/claim/",
-                headers=csrf(client), expect=(303,), ok_extra=(409,),
+                stats,
+                client,
+                "claim",
+                "POST",
+                f"/review/items/{item_id}/claim/",
+                headers=csrf(client),
+                expect=(303,),
+                ok_extra=(409,),
             )
             if r is None or r.status_code != 303:
                 await asyncio.sleep(rng.uniform(*think))
@@ -277,17 +289,30 @@ async def claimer(stats, client, username, deadline, think, rng):
         await asyncio.sleep(rng.uniform(*think))
         if rng.random() < 0.7:
             r = await request(
-                stats, client, "propose", "POST", f"/review/items/{item_id}/propose/",
+                stats,
+                client,
+                "propose",
+                "POST",
+                f"/review/items/{item_id}/propose/",
                 data={"version": version, "action": "confirm", "reason": "", "note": "load test"},
-                headers=csrf(client), expect=(303,), ok_extra=(409, 422),
+                headers=csrf(client),
+                expect=(303,),
+                ok_extra=(409, 422),
             )
             if r is not None and r.status_code == 303 and stats.recording:
                 stats.held[username].discard(item_id)
                 stats.proposed[username].add(item_id)
         else:
             r = await request(
-                stats, client, "release", "POST", f"/review/items/{item_id}/release/",
-                data={"version": version}, headers=csrf(client), expect=(303,), ok_extra=(409,),
+                stats,
+                client,
+                "release",
+                "POST",
+                f"/review/items/{item_id}/release/",
+                data={"version": version},
+                headers=csrf(client),
+                expect=(303,),
+                ok_extra=(409,),
             )
             if r is not None and r.status_code == 303:
                 page = await request(stats, client, "item", "GET", f"/review/items/{item_id}/")
@@ -342,7 +367,11 @@ def start_gunicorn() -> subprocess.Popen:
     log = open(Path(tempfile.gettempdir()) / "snaglist-gunicorn-load.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(
         [GUNICORN, "config.wsgi", "-w", "4", "-b", "127.0.0.1:8099", "--timeout", "60"],
-        cwd=ROOT, env=ENV, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=ROOT,
+        env=ENV,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -415,7 +444,7 @@ def write_section(text: str) -> None:
     if SECTION + "\n" in old:
         head, rest = old.split(SECTION + "\n", 1)
         nxt = re.search(r"^## ", rest, re.M)
-        tail = rest[nxt.start():] if nxt else ""
+        tail = rest[nxt.start() :] if nxt else ""
         new = head + text + ("\n" + tail if tail else "")
     else:
         new = old.rstrip("\n") + "\n\n" + text
@@ -498,8 +527,11 @@ def report(args, stats: Stats, check: dict, info: dict, load_avg: tuple) -> str:
         "what the client holds after its successful claims minus releases and proposals);",
         f"**duplicated claims: {len(check['duplicated'])}** (an item two clients both believe they hold);",
         f"claimed rows without a holder: {check['claimed_without_holder']}."
-        + (f" `/review/next/` found nothing left {stats.events['next: nothing left']} times."
-           if stats.events.get("next: nothing left") else ""),
+        + (
+            f" `/review/next/` found nothing left {stats.events['next: nothing left']} times."
+            if stats.events.get("next: nothing left")
+            else ""
+        ),
         "",
     ]
     if stats.errors:

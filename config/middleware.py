@@ -33,7 +33,9 @@ class LoginRequiredMiddleware:
                 response = HttpResponse(status=204)
                 response["HX-Redirect"] = target
                 return response
-            return HttpResponseRedirect(f"{login_url}?{urlencode({'next': request.get_full_path()})}")
+            return HttpResponseRedirect(
+                f"{login_url}?{urlencode({'next': request.get_full_path()})}"
+            )
         response = self.get_response(request)
         if request.headers.get("HX-Request") == "true" and response.status_code in (301, 302):
             location = response.get("Location", "")

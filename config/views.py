@@ -22,7 +22,9 @@ def home(request: HttpRequest) -> HttpResponse:
     benchmarks = list(
         Benchmark.objects.annotate(
             n_questions=Count("questions", distinct=True),
-            n_scored=Count("questions", filter=Q(questions__scoring_status="scored"), distinct=True),
+            n_scored=Count(
+                "questions", filter=Q(questions__scoring_status="scored"), distinct=True
+            ),
             n_models=Count("models", distinct=True),
             n_editions=Count("editions", distinct=True),
         )
@@ -30,9 +32,9 @@ def home(request: HttpRequest) -> HttpResponse:
     from questions.models import Response
 
     counts = dict(
-        Response.objects.values_list("question__benchmark").annotate(n=Count("id")).values_list(
-            "question__benchmark", "n"
-        )
+        Response.objects.values_list("question__benchmark")
+        .annotate(n=Count("id"))
+        .values_list("question__benchmark", "n")
     )
     for b in benchmarks:
         b.n_responses = counts.get(b.pk, 0)

@@ -242,7 +242,9 @@ class KeyEntry(models.Model):
         ordering = ["edition", "question"]
         verbose_name_plural = "key entries"
         constraints = [
-            models.UniqueConstraint(fields=["edition", "question"], name="keyentry_unique_question"),
+            models.UniqueConstraint(
+                fields=["edition", "question"], name="keyentry_unique_question"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -86,7 +86,6 @@ def leaderboard_doc(result: BoardResult, edition: KeyEdition) -> dict[str, Any]:
     return doc
 
 
-
 # ----------------------------------------------------------------------------- helpers
 def _benchmark_index(request: HttpRequest, url_name: str, title: str) -> HttpResponse:
     benchmarks = list(Benchmark.objects.order_by("name"))

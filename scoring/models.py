@@ -204,7 +204,9 @@ class JudgeCall(models.Model):
     # start with them (one index less to maintain per ledger row written). On PostgreSQL
     # the table keeps a quarter of each page free (fillfactor 75, migration 0004), so
     # settling a call (outcome and detail: no indexed column) is a HOT update.
-    run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="calls", db_index=False)
+    run = models.ForeignKey(
+        ScoringRun, on_delete=models.CASCADE, related_name="calls", db_index=False
+    )
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="calls")
     response = models.ForeignKey(
         Response, null=True, blank=True, on_delete=models.CASCADE, db_index=False

@@ -39,9 +39,24 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = ScoringRun
         fields = [
-            "id", "benchmark", "edition", "kind", "status", "judges", "needed", "done",
-            "graded", "reused", "failed", "unparsed", "progress", "error", "on_complete",
-            "created_at", "started_at", "finished_at",
+            "id",
+            "benchmark",
+            "edition",
+            "kind",
+            "status",
+            "judges",
+            "needed",
+            "done",
+            "graded",
+            "reused",
+            "failed",
+            "unparsed",
+            "progress",
+            "error",
+            "on_complete",
+            "created_at",
+            "started_at",
+            "finished_at",
         ]
         read_only_fields = fields
 
@@ -77,10 +92,15 @@ class RunCreateSerializer(serializers.Serializer):
         role = Judge.Role.AUDITOR if attrs["kind"] == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
         wanted = attrs.get("judges")
         if wanted:
-            found = {j.judge_id: j for j in Judge.objects.filter(benchmark=benchmark, judge_id__in=wanted)}
+            found = {
+                j.judge_id: j
+                for j in Judge.objects.filter(benchmark=benchmark, judge_id__in=wanted)
+            }
             missing = [w for w in wanted if w not in found]
             if missing:
-                raise serializers.ValidationError({"judges": f"unknown judge(s): {', '.join(missing)}"})
+                raise serializers.ValidationError(
+                    {"judges": f"unknown judge(s): {', '.join(missing)}"}
+                )
             judges = [found[w] for w in wanted]
         else:
             judges, _ = services.active_graders(edition, role=role)
@@ -149,4 +169,3 @@ class RunResume(_RunAction):
     """Send an unfinished run's pending pairs again."""
 
     run_action = staticmethod(services.scoring_run_resume)
-

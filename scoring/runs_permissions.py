@@ -22,4 +22,6 @@ class CanManageRuns(BasePermission):
     message = "Only an admin may see or start re-scoring runs."
 
     def has_permission(self, request, view) -> bool:
-        return bool(request.user and request.user.is_authenticated and can_manage_runs(request.user))
+        return bool(
+            request.user and request.user.is_authenticated and can_manage_runs(request.user)
+        )

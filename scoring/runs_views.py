@@ -65,7 +65,9 @@ def runs(request: HttpRequest) -> HttpResponse:
     context = {"runs": recent, "any_active": any(r.is_active for r in recent)}
     if request.htmx:
         return render(request, "scoring/runs_table.html", context)
-    editions = KeyEdition.objects.select_related("benchmark").order_by("benchmark__name", "created_at", "id")
+    editions = KeyEdition.objects.select_related("benchmark").order_by(
+        "benchmark__name", "created_at", "id"
+    )
     context["editions"] = editions
     context["benchmarks"] = Benchmark.objects.order_by("name")
     return render(request, "scoring/runs.html", context)
@@ -78,7 +80,9 @@ def run_create(request: HttpRequest) -> HttpResponse:
     The run is enqueued after commit; the admin lands on its page.
     """
     _require_admin(request)
-    edition = get_object_or_404(KeyEdition.objects.select_related("benchmark"), pk=request.POST.get("edition"))
+    edition = get_object_or_404(
+        KeyEdition.objects.select_related("benchmark"), pk=request.POST.get("edition")
+    )
     kind = request.POST.get("kind") or ScoringRun.Kind.GRADE
     if kind not in ScoringRun.Kind.values:
         messages.error(request, f"Unknown run kind {kind!r}.")
@@ -86,7 +90,9 @@ def run_create(request: HttpRequest) -> HttpResponse:
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
     judges, _ = services.active_graders(edition, role=role)
     try:
-        run = services.scoring_run_create(edition=edition, judges=judges, kind=kind, user=request.user)
+        run = services.scoring_run_create(
+            edition=edition, judges=judges, kind=kind, user=request.user
+        )
     except DomainError as exc:
         messages.error(request, str(exc))
         return redirect("scoring:runs")

@@ -64,7 +64,11 @@ def _setting(name: str, default: Any) -> Any:
 
 def chunk_size() -> int:
     """Return how many pairs one `scoring.grade_chunk` task settles (SNAGLIST_RESCORE_CHUNK)."""
-    return int(_setting("SNAGLIST_RESCORE_CHUNK", os.environ.get("SNAGLIST_RESCORE_CHUNK", DEFAULT_CHUNK_SIZE)))
+    return int(
+        _setting(
+            "SNAGLIST_RESCORE_CHUNK", os.environ.get("SNAGLIST_RESCORE_CHUNK", DEFAULT_CHUNK_SIZE)
+        )
+    )
 
 
 def pair_lease_seconds() -> float:
@@ -81,7 +85,9 @@ def pair_lease_seconds() -> float:
 # -- which judges ----------------------------------------------------------------------------
 
 
-def graders_for(judges: Iterable[Judge], *, role: str = Judge.Role.JUDGE) -> tuple[list[Judge], list[str]]:
+def graders_for(
+    judges: Iterable[Judge], *, role: str = Judge.Role.JUDGE
+) -> tuple[list[Judge], list[str]]:
     """Split judges into those that can grade (active, with a backend, right role) and notes.
 
     Returns (judges that can work, human-readable notes about each one skipped).
@@ -101,9 +107,13 @@ def graders_for(judges: Iterable[Judge], *, role: str = Judge.Role.JUDGE) -> tup
     return usable, notes
 
 
-def active_graders(edition: KeyEdition, *, role: str = Judge.Role.JUDGE) -> tuple[list[Judge], list[str]]:
+def active_graders(
+    edition: KeyEdition, *, role: str = Judge.Role.JUDGE
+) -> tuple[list[Judge], list[str]]:
     """Return the benchmark's judges (or auditors) that can grade, and notes on the others."""
-    return graders_for(Judge.objects.filter(benchmark_id=edition.benchmark_id, role=role), role=role)
+    return graders_for(
+        Judge.objects.filter(benchmark_id=edition.benchmark_id, role=role), role=role
+    )
 
 
 # -- which pairs -----------------------------------------------------------------------------
@@ -136,9 +146,9 @@ def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> lis
     responses = list(
         Response.objects.filter(question_id__in=list(entry_of)).values_list("pk", "question_id")
         if len(entry_of) < 5000
-        else Response.objects.filter(
-            question__benchmark_id=edition.benchmark_id
-        ).values_list("pk", "question_id")
+        else Response.objects.filter(question__benchmark_id=edition.benchmark_id).values_list(
+            "pk", "question_id"
+        )
     )
     version = {j.pk: j.prompt_version for j in judges}
     have = {
@@ -291,7 +301,9 @@ def scoring_run_cancel(*, run: ScoringRun, user: Any = None) -> ScoringRun:
     changed = ScoringRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATUSES).update(
         status=ScoringRun.Status.CANCELLED,
         finished_at=timezone.now(),
-        error=_append_note(run.error, f"cancelled by {getattr(user, 'username', None) or 'system'}"),
+        error=_append_note(
+            run.error, f"cancelled by {getattr(user, 'username', None) or 'system'}"
+        ),
     )
     run.refresh_from_db()
     if not changed:
@@ -324,7 +336,8 @@ def scoring_run_finish(*, run: ScoringRun) -> bool:
             if run.status == ScoringRun.Status.FAILED:
                 ScoringRun.objects.filter(pk=run.pk).update(
                     error=_append_note(
-                        run.error, f"{run.failed} pair{pluralize(run.failed)} failed; a new run will retry them"
+                        run.error,
+                        f"{run.failed} pair{pluralize(run.failed)} failed; a new run will retry them",
                     )
                 )
             _after_finish(run)
@@ -366,7 +379,9 @@ def leaderboard_refresh(*, run: ScoringRun) -> None:
 def latest_run(edition: KeyEdition, *, kind: str = ScoringRun.Kind.GRADE) -> ScoringRun | None:
     """Return the edition's newest run of `kind`: the leaderboard marks its figures stale while
     that run is pending/running or when it failed."""
-    return ScoringRun.objects.filter(edition=edition, kind=kind).order_by("-created_at", "-id").first()
+    return (
+        ScoringRun.objects.filter(edition=edition, kind=kind).order_by("-created_at", "-id").first()
+    )
 
 
 def rescore_after_publish(edition_id: int) -> ScoringRun | None:
@@ -382,7 +397,9 @@ def rescore_after_publish(edition_id: int) -> ScoringRun | None:
         return None
     judges, notes = active_graders(edition)
     if not judges:
-        logger.info("rescore_after_publish: no judge of %s can grade (%s)", edition, "; ".join(notes))
+        logger.info(
+            "rescore_after_publish: no judge of %s can grade (%s)", edition, "; ".join(notes)
+        )
         return None
     return scoring_run_create(edition=edition, judges=judges, kind=ScoringRun.Kind.GRADE)
 
@@ -402,7 +419,11 @@ def audit_run_start(
     if auditors is None:
         auditors, _ = active_graders(edition, role=Judge.Role.AUDITOR)
     return scoring_run_create(
-        edition=edition, judges=auditors, kind=ScoringRun.Kind.AUDIT, user=user, on_complete=on_complete
+        edition=edition,
+        judges=auditors,
+        kind=ScoringRun.Kind.AUDIT,
+        user=user,
+        on_complete=on_complete,
     )
 
 
@@ -522,7 +543,9 @@ def _claim(item: RunItem) -> bool:
     claimed = (
         RunItem.objects.filter(pk=item.pk, state=RunItem.State.PENDING)
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .update(lease_until=now + timedelta(seconds=pair_lease_seconds()), attempts=F("attempts") + 1)
+        .update(
+            lease_until=now + timedelta(seconds=pair_lease_seconds()), attempts=F("attempts") + 1
+        )
     )
     return claimed == 1
 
@@ -532,8 +555,13 @@ def _release(item: RunItem) -> None:
 
 
 def _settle(
-    *, run: ScoringRun, item: RunItem, state: str, call: JudgeCall | _CallRef | None = None,
-    call_outcome: str = "", detail: str = "",
+    *,
+    run: ScoringRun,
+    item: RunItem,
+    state: str,
+    call: JudgeCall | _CallRef | None = None,
+    call_outcome: str = "",
+    detail: str = "",
 ) -> bool:
     """Move the item from pending to `state` and bump the run counters; False if already settled.
 
@@ -560,7 +588,9 @@ def _settle(
     return True
 
 
-def _item_for(run: ScoringRun, response_id: int | None, judge_id: int, key_entry_id: int) -> RunItem:
+def _item_for(
+    run: ScoringRun, response_id: int | None, judge_id: int, key_entry_id: int
+) -> RunItem:
     """Return the run's item for a pair, creating it (and counting it needed) if missing."""
     lookup = {"run": run, "judge_id": judge_id, "key_entry_id": key_entry_id}
     lookup["response_id"] = response_id
@@ -630,7 +660,9 @@ def grade_pair(
     if item.state != RunItem.State.PENDING:
         return item.state
     grade_key = {
-        "response_id": response.pk, "judge_id": judge.pk, "key_entry_id": key_entry.pk,
+        "response_id": response.pk,
+        "judge_id": judge.pk,
+        "key_entry_id": key_entry.pk,
         "prompt_version": judge.prompt_version,
     }
     if not grade_absent and Grade.objects.filter(**grade_key).exists():
@@ -641,8 +673,12 @@ def grade_pair(
         raise PairBusy(item.pk)
     _mark_lost_calls(judge=judge, response_id=response.pk, key_entry_id=key_entry.pk)
     call = JudgeCall.objects.create(
-        run=run, judge=judge, response=response, key_entry=key_entry,
-        prompt_version=judge.prompt_version, outcome=JudgeCall.Outcome.STARTED,
+        run=run,
+        judge=judge,
+        response=response,
+        key_entry=key_entry,
+        prompt_version=judge.prompt_version,
+        outcome=JudgeCall.Outcome.STARTED,
     )
     try:
         backend = backend or judge_backend(judge)
@@ -682,16 +718,28 @@ def grade_pair(
                 stop_reason=(result.stop_reason or "")[:50],
                 run=run,
             )
-            _settle(run=run, item=item, state=state, call=call, call_outcome=JudgeCall.Outcome.OK,
-                    detail=detail)
+            _settle(
+                run=run,
+                item=item,
+                state=state,
+                call=call,
+                call_outcome=JudgeCall.Outcome.OK,
+                detail=detail,
+            )
     except IntegrityError:
         # Another run or delivery wrote this pair's grade meanwhile: reuse it, pay nothing more.
         if not Grade.objects.filter(**grade_key).exists():
             raise
         state = RunItem.State.REUSED
         with transaction.atomic():
-            _settle(run=run, item=item, state=state, call=call, call_outcome=JudgeCall.Outcome.OK,
-                    detail=detail)
+            _settle(
+                run=run,
+                item=item,
+                state=state,
+                call=call,
+                call_outcome=JudgeCall.Outcome.OK,
+                detail=detail,
+            )
     return state
 
 
@@ -717,14 +765,20 @@ def audit_pair(
         key_entry=key_entry, auditor=auditor, prompt_version=auditor.prompt_version
     ).exists():
         with transaction.atomic():
-            _settle(run=run, item=item, state=RunItem.State.REUSED, detail="verdict already present")
+            _settle(
+                run=run, item=item, state=RunItem.State.REUSED, detail="verdict already present"
+            )
         return RunItem.State.REUSED
     if not _claim(item):
         raise PairBusy(item.pk)
     _mark_lost_calls(judge=auditor, response_id=None, key_entry_id=key_entry.pk)
     call = JudgeCall.objects.create(
-        run=run, judge=auditor, response=None, key_entry=key_entry,
-        prompt_version=auditor.prompt_version, outcome=JudgeCall.Outcome.STARTED,
+        run=run,
+        judge=auditor,
+        response=None,
+        key_entry=key_entry,
+        prompt_version=auditor.prompt_version,
+        outcome=JudgeCall.Outcome.STARTED,
     )
     try:
         backend = backend or judge_backend(auditor)
@@ -765,7 +819,11 @@ def audit_pair(
         if not created:
             state = RunItem.State.REUSED
         _settle(
-            run=run, item=item, state=state, call=call, call_outcome=JudgeCall.Outcome.OK,
+            run=run,
+            item=item,
+            state=state,
+            call=call,
+            call_outcome=JudgeCall.Outcome.OK,
             detail=result.parse_error or "",
         )
     return state
@@ -781,13 +839,19 @@ def _judge_failed(
     run: ScoringRun, item: RunItem, call: JudgeCall | _CallRef, detail: str, *, retryable: bool
 ) -> str:
     if retryable:
-        JudgeCall.objects.filter(pk=call.pk).update(outcome=JudgeCall.Outcome.RETRY, detail=detail[:2000])
+        JudgeCall.objects.filter(pk=call.pk).update(
+            outcome=JudgeCall.Outcome.RETRY, detail=detail[:2000]
+        )
         RunItem.objects.filter(pk=item.pk).update(lease_until=None, detail=detail[:2000])
         raise PairUnavailable(detail)
     with transaction.atomic():
         _settle(
-            run=run, item=item, state=RunItem.State.FAILED, call=call,
-            call_outcome=JudgeCall.Outcome.FAILED, detail=detail,
+            run=run,
+            item=item,
+            state=RunItem.State.FAILED,
+            call=call,
+            call_outcome=JudgeCall.Outcome.FAILED,
+            detail=detail,
         )
     return RunItem.State.FAILED
 
@@ -855,7 +919,9 @@ class _ChunkThreads:
     runs; its connection is closed when it ends. Only the chunk's own thread calls top_up.
     """
 
-    def __init__(self, run: ScoringRun, work: Sequence[tuple], judges: dict[int, Judge], target) -> None:
+    def __init__(
+        self, run: ScoringRun, work: Sequence[tuple], judges: dict[int, Judge], target
+    ) -> None:
         self.wanted = _wanted_threads(work, judges) if len(work) > 1 else 1
         self.permits = _thread_permits()
         self.pool = (
@@ -923,7 +989,9 @@ def settle_chunk(
         found = found.filter(response_id__in={k[0] for k in keys})
     items = {(i.response_id, i.judge_id, i.key_entry_id): i for i in found}
     judges = Judge.objects.in_bulk({k[1] for k in keys})
-    entries = KeyEntry.objects.select_related("question", "citation_document").in_bulk({k[2] for k in keys})
+    entries = KeyEntry.objects.select_related("question", "citation_document").in_bulk(
+        {k[2] for k in keys}
+    )
     responses = Response.objects.in_bulk({k[0] for k in keys if k[0] is not None})
     present = _present_results(run, keys, judges)
     backends = {} if backends is None else backends
@@ -945,8 +1013,14 @@ def settle_chunk(
             backends[judge_id] = _BrokenBackend(exc)
         work.append((key, judge, entry, response, item, key not in present))
     if run.kind == ScoringRun.Kind.GRADE:
-        return _grade_chunk_batched(run=run, work=work, judges=judges, backends=backends,
-                                    final_attempt=final_attempt, outcome=outcome)
+        return _grade_chunk_batched(
+            run=run,
+            work=work,
+            judges=judges,
+            backends=backends,
+            final_attempt=final_attempt,
+            outcome=outcome,
+        )
 
     lock = threading.Lock()
     queue = list(reversed(work))
@@ -958,12 +1032,25 @@ def settle_chunk(
         key, judge, key_entry, response, item, absent = entry
         try:
             if run.kind == ScoringRun.Kind.AUDIT:
-                state = audit_pair(run=run, key_entry=key_entry, auditor=judge, backend=backends[key[1]],
-                                   final_attempt=final_attempt, item=item)
+                state = audit_pair(
+                    run=run,
+                    key_entry=key_entry,
+                    auditor=judge,
+                    backend=backends[key[1]],
+                    final_attempt=final_attempt,
+                    item=item,
+                )
             else:
-                state = grade_pair(run=run, response=response, judge=judge, key_entry=key_entry,
-                                   backend=backends[key[1]], final_attempt=final_attempt, item=item,
-                                   grade_absent=absent)
+                state = grade_pair(
+                    run=run,
+                    response=response,
+                    judge=judge,
+                    key_entry=key_entry,
+                    backend=backends[key[1]],
+                    final_attempt=final_attempt,
+                    item=item,
+                    grade_absent=absent,
+                )
             with lock:
                 outcome.count(state)
         except PairBusy:
@@ -1046,7 +1133,9 @@ def _claim_many(item_ids: Sequence[int]) -> dict[int, int]:
         return dict(cursor.fetchall())
 
 
-def _claim_group(group: Sequence[tuple], outcome: ChunkOutcome, lock: threading.Lock) -> list[tuple]:
+def _claim_group(
+    group: Sequence[tuple], outcome: ChunkOutcome, lock: threading.Lock
+) -> list[tuple]:
     """Claim a group of work entries: lease their pending pairs with one UPDATE, add the
     pairs leased elsewhere to outcome.busy (under `lock`), mark the unfinished earlier calls
     of the pairs claimed before (by this run: a killed worker's, say) lost; return the
@@ -1070,7 +1159,8 @@ def _json_columns(fields: Sequence[Any], connection: Any) -> str:
     r->>i, cast to its field's type; text stays text, so the column's own assignment rules
     (a varchar's length among them) apply as for any INSERT or comparison."""
     return ", ".join(
-        f"r->>{i}" if f.get_internal_type() in ("CharField", "TextField")
+        f"r->>{i}"
+        if f.get_internal_type() in ("CharField", "TextField")
         else f"(r->>{i})::{f.cast_db_type(connection)}"
         for i, f in enumerate(fields)
     )
@@ -1080,7 +1170,9 @@ _INSERT_SQL: dict[tuple, tuple[str, str | None, str, bool]] = {}
 
 
 def _insert_sql(
-    model: type[Model], columns: tuple[str, ...], connection: Any,
+    model: type[Model],
+    columns: tuple[str, ...],
+    connection: Any,
     skip_conflicts: tuple[str, ...] = (),
 ) -> tuple[str, str | None, str, bool]:
     """Return (head "INSERT INTO t (columns) ", the rows' clause on PostgreSQL or None
@@ -1093,25 +1185,36 @@ def _insert_sql(
         meta = model._meta
         qn = connection.ops.quote_name
         fields = [meta.get_field(name) for name in columns]
-        stamped = (any(f.attname == "created_at" for f in meta.concrete_fields)
-                   and "created_at" not in columns)
+        stamped = (
+            any(f.attname == "created_at" for f in meta.concrete_fields)
+            and "created_at" not in columns
+        )
         targets = [qn(f.column) for f in fields] + ([qn("created_at")] if stamped else [])
         clause = None
         if connection.vendor == "postgresql":
-            clause = (f"SELECT {_json_columns(fields, connection)}{', %s' if stamped else ''} "
-                      "FROM json_array_elements(%s::json) AS r")
+            clause = (
+                f"SELECT {_json_columns(fields, connection)}{', %s' if stamped else ''} "
+                "FROM json_array_elements(%s::json) AS r"
+            )
         tail = f" RETURNING {qn(meta.pk.column)}"
         if skip_conflicts:
             unique = ", ".join(qn(meta.get_field(c).column) for c in skip_conflicts)
             tail = f" ON CONFLICT ({unique}) DO NOTHING RETURNING {unique}"
-        _INSERT_SQL[key] = (f"INSERT INTO {qn(meta.db_table)} ({', '.join(targets)}) ", clause,
-                            tail, stamped)
+        _INSERT_SQL[key] = (
+            f"INSERT INTO {qn(meta.db_table)} ({', '.join(targets)}) ",
+            clause,
+            tail,
+            stamped,
+        )
     return _INSERT_SQL[key]
 
 
 def _insert_rows(
-    model: type[Model], columns: Sequence[str], rows: Sequence[Sequence[Any]],
-    *, skip_conflicts: tuple[str, ...] = (),
+    model: type[Model],
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    skip_conflicts: tuple[str, ...] = (),
 ) -> list[Any]:
     """INSERT `rows` (values in `columns` order; column names are field attnames such as
     "run_id") into `model`'s table with ONE statement; return the new ids in the rows' order.
@@ -1138,7 +1241,9 @@ def _insert_rows(
 
     if not rows:
         return []
-    head, clause, returning, stamped = _insert_sql(model, tuple(columns), connection, skip_conflicts)
+    head, clause, returning, stamped = _insert_sql(
+        model, tuple(columns), connection, skip_conflicts
+    )
     now = timezone.now()
     if clause is not None:
         params: list[Any] = ([now] if stamped else []) + [json.dumps(rows, cls=DjangoJSONEncoder)]
@@ -1182,9 +1287,16 @@ def _mark_lost_many(
             f"IN (SELECT * FROM unnest({arrays}))"
             + (f" AND {qn('run_id')} <> %s" if other_than_run is not None else "")
         )
-        params = [JudgeCall.Outcome.LOST, LOST_DETAIL, JudgeCall.Outcome.STARTED, JudgeCall.Outcome.OK,
-                  [j.pk for j, _, _ in pairs], [r for _, r, _ in pairs], [e for _, _, e in pairs],
-                  [j.prompt_version for j, _, _ in pairs]]
+        params = [
+            JudgeCall.Outcome.LOST,
+            LOST_DETAIL,
+            JudgeCall.Outcome.STARTED,
+            JudgeCall.Outcome.OK,
+            [j.pk for j, _, _ in pairs],
+            [r for _, r, _ in pairs],
+            [e for _, _, e in pairs],
+            [j.prompt_version for j, _, _ in pairs],
+        ]
         if other_than_run is not None:
             params.append(other_than_run)
         with connection.cursor() as cursor:
@@ -1203,7 +1315,9 @@ def _mark_lost_many(
     ids = [pk for pk, j, r, e, v in rows if (j, r, e, v) in want]
     if not ids:
         return 0
-    return JudgeCall.objects.filter(pk__in=ids).update(outcome=JudgeCall.Outcome.LOST, detail=LOST_DETAIL)
+    return JudgeCall.objects.filter(pk__in=ids).update(
+        outcome=JudgeCall.Outcome.LOST, detail=LOST_DETAIL
+    )
 
 
 @dataclass
@@ -1284,21 +1398,25 @@ class _BatchSettler:
             bump: dict[str, int] = {}
             with connection.cursor() as cursor:
                 for (state, detail), ids in items.items():
-                    cursor.execute(sql["items"] % ", ".join(["%s"] * len(ids)),
-                                   [state, detail, *ids, RunItem.State.PENDING])
+                    cursor.execute(
+                        sql["items"] % ", ".join(["%s"] * len(ids)),
+                        [state, detail, *ids, RunItem.State.PENDING],
+                    )
                     moved = cursor.rowcount
                     if not moved:
                         continue
                     bump["done"] = bump.get("done", 0) + moved
                     column = {
-                        RunItem.State.REUSED: "reused", RunItem.State.FAILED: "failed",
+                        RunItem.State.REUSED: "reused",
+                        RunItem.State.FAILED: "failed",
                     }.get(state, "graded")
                     bump[column] = bump.get(column, 0) + moved
                     if state == RunItem.State.UNPARSED:
                         bump["unparsed"] = bump.get("unparsed", 0) + moved
                 for (call_outcome, detail), ids in calls.items():
-                    cursor.execute(sql["calls"] % ", ".join(["%s"] * len(ids)),
-                                   [call_outcome, detail, *ids])
+                    cursor.execute(
+                        sql["calls"] % ", ".join(["%s"] * len(ids)), [call_outcome, detail, *ids]
+                    )
                 if bump:
                     qn = connection.ops.quote_name
                     cursor.execute(
@@ -1314,7 +1432,8 @@ class _BatchSettler:
 # the two cannot drift apart.
 GRADE_PAIR = next(
     tuple(Grade._meta.get_field(f).attname for f in c.fields)
-    for c in Grade._meta.constraints if c.name == "grade_unique_per_key_and_prompt"
+    for c in Grade._meta.constraints
+    if c.name == "grade_unique_per_key_and_prompt"
 )
 
 _SETTLE_SQL: dict[str, dict[str, str]] = {}
@@ -1329,11 +1448,15 @@ def _settle_sql(connection: Any) -> dict[str, str]:
     if connection.vendor not in _SETTLE_SQL:
         qn = connection.ops.quote_name
         _SETTLE_SQL[connection.vendor] = {
-            "items": (f"UPDATE {qn(RunItem._meta.db_table)} SET {qn('state')} = %%s, "
-                      f"{qn('lease_until')} = NULL, {qn('detail')} = %%s "
-                      f"WHERE {qn('id')} IN (%s) AND {qn('state')} = %%s"),
-            "calls": (f"UPDATE {qn(JudgeCall._meta.db_table)} SET {qn('outcome')} = %%s, "
-                      f"{qn('detail')} = %%s WHERE {qn('id')} IN (%s)"),
+            "items": (
+                f"UPDATE {qn(RunItem._meta.db_table)} SET {qn('state')} = %%s, "
+                f"{qn('lease_until')} = NULL, {qn('detail')} = %%s "
+                f"WHERE {qn('id')} IN (%s) AND {qn('state')} = %%s"
+            ),
+            "calls": (
+                f"UPDATE {qn(JudgeCall._meta.db_table)} SET {qn('outcome')} = %%s, "
+                f"{qn('detail')} = %%s WHERE {qn('id')} IN (%s)"
+            ),
             "run": f"UPDATE {qn(ScoringRun._meta.db_table)} SET %s WHERE {qn('id')} = %%s",
         }
     return _SETTLE_SQL[connection.vendor]
@@ -1360,14 +1483,30 @@ class _CallRef:
     pk: int
 
 
-_STARTED_COLUMNS = ("run_id", "judge_id", "response_id", "key_entry_id", "prompt_version", "outcome", "detail")
+_STARTED_COLUMNS = (
+    "run_id",
+    "judge_id",
+    "response_id",
+    "key_entry_id",
+    "prompt_version",
+    "outcome",
+    "detail",
+)
 
 
 def _started_rows(run: ScoringRun, entries: Sequence[tuple]) -> list[_CallRef]:
     """Write the "started" ledger rows of `entries`' calls in ONE INSERT (committed before
     the calls go out); return references to them in the entries' order."""
     rows = [
-        (run.pk, judge.pk, response.pk, key_entry.pk, judge.prompt_version, JudgeCall.Outcome.STARTED, "")
+        (
+            run.pk,
+            judge.pk,
+            response.pk,
+            key_entry.pk,
+            judge.prompt_version,
+            JudgeCall.Outcome.STARTED,
+            "",
+        )
         for _, judge, key_entry, response, _, _ in entries
     ]
     return [_CallRef(pk) for pk in _insert_rows(JudgeCall, _STARTED_COLUMNS, rows)]
@@ -1390,8 +1529,13 @@ def _grade_one(
 
 
 def _finished_pair(
-    run: ScoringRun, entry: tuple, call: JudgeCall | _CallRef, final_attempt: bool, *,
-    result: Any = None, error: BaseException | None = None,
+    run: ScoringRun,
+    entry: tuple,
+    call: JudgeCall | _CallRef,
+    final_attempt: bool,
+    *,
+    result: Any = None,
+    error: BaseException | None = None,
 ) -> _Finished:
     """Turn a judge's answer (`result`, a GradeResult) or its failure (`error`) into what to
     settle for the pair.
@@ -1409,29 +1553,44 @@ def _finished_pair(
             _judge_failed(run, item, call, str(error), retryable=True)  # raises PairUnavailable
         return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, str(error))
     if isinstance(error, JudgeConfigError):
-        return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"configuration: {error}")
+        return _Finished(
+            item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"configuration: {error}"
+        )
     if error is not None:
         if _is_database_error(error):
             _release(item)
             raise error
         # A backend bug fails this pair, not the chunk.
         logger.error("judge %s raised on response %s", judge.judge_id, response.pk, exc_info=error)
-        return _Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"{type(error).__name__}: {error}")
+        return _Finished(
+            item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"{type(error).__name__}: {error}"
+        )
 
     state, rationale, detail = _graded_outcome(result, judge)
     grade = {
-        "response_id": response.pk, "judge_id": judge.pk, "key_entry_id": key_entry.pk,
-        "prompt_version": judge.prompt_version, "grade": result.grade, "rationale": rationale,
-        "flag": bool(result.flag), "flag_reason": result.flag_reason or "",
-        "raw_output": result.raw_output or "", "stop_reason": (result.stop_reason or "")[:50],
+        "response_id": response.pk,
+        "judge_id": judge.pk,
+        "key_entry_id": key_entry.pk,
+        "prompt_version": judge.prompt_version,
+        "grade": result.grade,
+        "rationale": rationale,
+        "flag": bool(result.flag),
+        "flag_reason": result.flag_reason or "",
+        "raw_output": result.raw_output or "",
+        "stop_reason": (result.stop_reason or "")[:50],
         "run_id": run.pk,
     }
     return _Finished(item.pk, state, call.pk, JudgeCall.Outcome.OK, detail, grade)
 
 
 def _grade_chunk_batched(
-    *, run: ScoringRun, work: list[tuple], judges: dict[int, Judge], backends: dict[int, Any],
-    final_attempt: bool, outcome: ChunkOutcome,
+    *,
+    run: ScoringRun,
+    work: list[tuple],
+    judges: dict[int, Judge],
+    backends: dict[int, Any],
+    final_attempt: bool,
+    outcome: ChunkOutcome,
 ) -> ChunkOutcome:
     """Grade a chunk's pending pairs: same guarantees as grade_pair, fewer statements.
 
@@ -1450,7 +1609,9 @@ def _grade_chunk_batched(
         if entry[5]:
             absent.append(entry)
         else:
-            settler.add(_Finished(entry[4].pk, RunItem.State.REUSED, None, "", "grade already present"))
+            settler.add(
+                _Finished(entry[4].pk, RunItem.State.REUSED, None, "", "grade already present")
+            )
     settler.flush()
     if not absent:
         return outcome
@@ -1459,8 +1620,15 @@ def _grade_chunk_batched(
     _mark_lost_many([(e[1], e[0][0], e[0][2]) for e in absent], other_than_run=run.pk)
     if _async_ready(absent, backends):
         try:
-            _grade_async(run=run, absent=absent, judges=judges, backends=backends,
-                         final_attempt=final_attempt, outcome=outcome, settler=settler)
+            _grade_async(
+                run=run,
+                absent=absent,
+                judges=judges,
+                backends=backends,
+                final_attempt=final_attempt,
+                outcome=outcome,
+                settler=settler,
+            )
         except BaseException:
             try:  # keep what was paid for: settle the pairs that finished before the error
                 settler.flush()
@@ -1503,12 +1671,14 @@ def _grade_chunk_batched(
                             _release(rest[4])
                         return
                     try:
-                        settler.add(_grade_one(run, entry, backends[entry[0][1]], final_attempt, scale))
+                        settler.add(
+                            _grade_one(run, entry, backends[entry[0][1]], final_attempt, scale)
+                        )
                     except PairUnavailable:
                         with lock:
                             outcome.unavailable.append(list(entry[0]))
                     except BaseException:
-                        for rest in mine[i + 1:]:
+                        for rest in mine[i + 1 :]:
                             _release(rest[4])
                         raise
         except BaseException as exc:  # re-raised by the chunk's own thread below
@@ -1550,8 +1720,14 @@ def _async_ready(work: Sequence[tuple], backends: dict[int, Any]) -> bool:
 
 
 def _grade_async(
-    *, run: ScoringRun, absent: list[tuple], judges: dict[int, Judge], backends: dict[int, Any],
-    final_attempt: bool, outcome: ChunkOutcome, settler: _BatchSettler,
+    *,
+    run: ScoringRun,
+    absent: list[tuple],
+    judges: dict[int, Judge],
+    backends: dict[int, Any],
+    final_attempt: bool,
+    outcome: ChunkOutcome,
+    settler: _BatchSettler,
 ) -> None:
     """Grade a chunk's pairs with their calls in flight on the judge event loop.
 
@@ -1621,15 +1797,26 @@ def _grade_async(
             return
         calls = _started_rows(run, launch)
         coros = [backends[e[0][1]].agrade(_grading_input(e, scale)) for e in launch]
-        aio.start_all(coros, lambda i, task, launch=launch, calls=calls: finished((launch[i], calls[i], task)),
-                      tasks)
+        aio.start_all(
+            coros,
+            lambda i, task, launch=launch, calls=calls: finished((launch[i], calls[i], task)),
+            tasks,
+        )
 
     def settle(entry: tuple, call: JudgeCall, task: Any) -> None:
         in_flight[entry[0][1]] -= 1
         error = None if task.cancelled() else task.exception()
         try:
-            settler.add(_finished_pair(run, entry, call, final_attempt,
-                                       result=None if error else task.result(), error=error))
+            settler.add(
+                _finished_pair(
+                    run,
+                    entry,
+                    call,
+                    final_attempt,
+                    result=None if error else task.result(),
+                    error=error,
+                )
+            )
         except PairUnavailable:
             outcome.unavailable.append(list(entry[0]))
 
@@ -1659,7 +1846,9 @@ def _grade_async(
                 _release(entry[4])
 
 
-def _present_results(run: ScoringRun, keys: Sequence[tuple], judges: dict[int, Judge]) -> set[tuple]:
+def _present_results(
+    run: ScoringRun, keys: Sequence[tuple], judges: dict[int, Judge]
+) -> set[tuple]:
     """Return the chunk's pairs that already have a grade (or verdict) at the judge's current
     prompt version: one query for the whole chunk instead of one per pair."""
     versions = {j.pk: j.prompt_version for j in judges.values()}
@@ -1670,7 +1859,8 @@ def _present_results(run: ScoringRun, keys: Sequence[tuple], judges: dict[int, J
         ).values_list("auditor_id", "key_entry_id", "prompt_version")
         return {(None, a, e) for a, e, v in rows if versions.get(a) == v} & wanted
     rows = Grade.objects.filter(
-        judge_id__in=list(versions), response_id__in={k[0] for k in keys},
+        judge_id__in=list(versions),
+        response_id__in={k[0] for k in keys},
         key_entry_id__in={k[2] for k in keys},
     ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version")
     return {(r, j, e) for r, j, e, v in rows if versions.get(j) == v} & wanted
@@ -1705,7 +1895,10 @@ def ledger_summary(run: ScoringRun) -> dict[str, int]:
     again; every other pair is paid at most once (`paid_twice` counts exceptions).
     """
     counts = dict(
-        JudgeCall.objects.filter(run=run).values_list("outcome").annotate(n=Count("id")).values_list("outcome", "n")
+        JudgeCall.objects.filter(run=run)
+        .values_list("outcome")
+        .annotate(n=Count("id"))
+        .values_list("outcome", "n")
     )
     paid_twice = (
         JudgeCall.objects.filter(run=run, outcome=JudgeCall.Outcome.OK)

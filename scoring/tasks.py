@@ -48,8 +48,13 @@ def max_chunk_retries() -> int:
 
 def retry_base_seconds() -> float:
     """Return the first backoff for an unavailable judge (SNAGLIST_RESCORE_RETRY_BASE_SECONDS)."""
-    return float(getattr(settings, "SNAGLIST_RESCORE_RETRY_BASE_SECONDS",
-                         os.environ.get("SNAGLIST_RESCORE_RETRY_BASE_SECONDS", 30)))
+    return float(
+        getattr(
+            settings,
+            "SNAGLIST_RESCORE_RETRY_BASE_SECONDS",
+            os.environ.get("SNAGLIST_RESCORE_RETRY_BASE_SECONDS", 30),
+        )
+    )
 
 
 @shared_task(
@@ -139,11 +144,16 @@ def grade_chunk(self, run_id: int, pairs: list[list[int | None]]) -> dict[str, i
         if final:
             logger.warning(
                 "scoring.grade_chunk: run %s: %d pair(s) still leased after %d retries; "
-                "resume the run later", run_id, len(outcome.busy), retries,
+                "resume the run later",
+                run_id,
+                len(outcome.busy),
+                retries,
             )
         else:
             raise self.retry(
-                args=(run_id, again), countdown=_countdown(run_id, outcome, retries), max_retries=None
+                args=(run_id, again),
+                countdown=_countdown(run_id, outcome, retries),
+                max_retries=None,
             )
     return outcome.settled
 
@@ -162,8 +172,11 @@ def _settle_eagerly(run: ScoringRun, pairs: list, retries: int) -> dict[str, int
         for state, n in outcome.settled.items():
             settled[state] = settled.get(state, 0) + n
         if outcome.busy:
-            logger.warning("scoring.grade_chunk: run %s: %d pair(s) leased elsewhere; resume later",
-                           run.pk, len(outcome.busy))
+            logger.warning(
+                "scoring.grade_chunk: run %s: %d pair(s) leased elsewhere; resume later",
+                run.pk,
+                len(outcome.busy),
+            )
         again, retries = outcome.unavailable, retries + 1
         if outcome.stopped:
             break

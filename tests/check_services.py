@@ -22,7 +22,9 @@ def main() -> int:
         with psycopg.connect(f"{base}/postgres", connect_timeout=5):
             pass
     except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
-        problems.append(f"PostgreSQL at {db_url} is not reachable ({exc.__class__.__name__}: {exc})")
+        problems.append(
+            f"PostgreSQL at {db_url} is not reachable ({exc.__class__.__name__}: {exc})"
+        )
     try:
         import redis
 

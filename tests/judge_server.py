@@ -87,9 +87,18 @@ def status(
 
 
 _REASONS = {
-    200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    408: "Request Timeout", 429: "Too Many Requests", 500: "Internal Server Error",
-    501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable", 529: "Overloaded",
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    408: "Request Timeout",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    529: "Overloaded",
 }
 
 
@@ -220,7 +229,11 @@ class JudgeServer:
         (status, JSON payload, extra headers), the request's record); the record gets
         "replied" (time.monotonic()) once the reply is written."""
         if method != "POST":
-            return 0.0, lambda: (501, {"error": {"type": "not_implemented", "message": method}}, {}), {}
+            return (
+                0.0,
+                lambda: (501, {"error": {"type": "not_implemented", "message": method}}, {}),
+                {},
+            )
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -305,15 +318,22 @@ class _Connection(asyncio.Protocol):
         else:
             self._send(reply, record, close)
 
-    def _send(self, reply: Callable[[], tuple[int, dict[str, Any], dict[str, str]]],
-              record: dict[str, Any], close: bool) -> None:
+    def _send(
+        self,
+        reply: Callable[[], tuple[int, dict[str, Any], dict[str, str]]],
+        record: dict[str, Any],
+        close: bool,
+    ) -> None:
         self.pending = None
         if self.transport.is_closing():
             return
         code, payload, extra = reply()
         data = json.dumps(payload).encode()
-        head = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}",
-                "Content-Type: application/json", f"Content-Length: {len(data)}"]
+        head = [
+            f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(data)}",
+        ]
         head += [f"{k}: {v}" for k, v in extra.items()]
         if close:
             head.append("Connection: close")
@@ -360,7 +380,7 @@ def _parse_request(
                 break
             if len(buffer) < at + size + 2:
                 return None
-            parts.append(bytes(buffer[at:at + size]))
+            parts.append(bytes(buffer[at : at + size]))
             at += size + 2
         while True:  # trailers, up to the empty line
             eol = buffer.find(b"\r\n", at)
@@ -374,7 +394,7 @@ def _parse_request(
         length = int(headers.get("content-length") or 0)
         if len(buffer) < at + length:
             return None
-        raw = bytes(buffer[at:at + length])
+        raw = bytes(buffer[at : at + length])
         at += length
     return (method, target, headers, raw), at
 

@@ -58,9 +58,23 @@ class PrivateRedis:
         log_path = self.workdir / f"redis-{self.starts}.log"
         self.log_paths.append(log_path)
         self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--daemonize", "no", "--dir", str(self.workdir),
-             "--protected-mode", "no"],
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.workdir),
+                "--protected-mode",
+                "no",
+            ],
             stdout=log_path.open("wb"),
             stderr=subprocess.STDOUT,
             start_new_session=True,

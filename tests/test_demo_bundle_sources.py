@@ -94,7 +94,9 @@ def _source(doc_id: str) -> str:
     if doc_id not in _source_cache:
         path = SOURCES / SOURCE_FILES[doc_id]
         if not path.is_file():
-            pytest.fail(f"real source text not available at {path} (../shared must sit beside the checkout)")
+            pytest.fail(
+                f"real source text not available at {path} (../shared must sit beside the checkout)"
+            )
         _source_cache[doc_id] = path.read_text(encoding="utf-8")
     return _source_cache[doc_id]
 

@@ -95,9 +95,9 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     base = live_server.url
     shots = Shots("e2e-main-job")
     original_entries = list(
-        KeyEntry.objects.filter(edition__name="original").order_by("pk").values_list(
-            "pk", "answer", "citation_locator", "citation_quote"
-        )
+        KeyEntry.objects.filter(edition__name="original")
+        .order_by("pk")
+        .values_list("pk", "answer", "citation_locator", "citation_quote")
     )
 
     # ---------------------------------------------------------------- reviewer
@@ -132,8 +132,12 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     shots.take(page, "check form errors in place")
 
     check = page.locator("#check-form-box")
-    check.get_by_role("group", name="Does the locator exist in that edition?").get_by_label("Yes").check()
-    check.get_by_role("group", name="Does the passage support the key answer?").get_by_label("Yes").check()
+    check.get_by_role("group", name="Does the locator exist in that edition?").get_by_label(
+        "Yes"
+    ).check()
+    check.get_by_role("group", name="Does the passage support the key answer?").get_by_label(
+        "Yes"
+    ).check()
     check.get_by_role("group", name="Is that edition in force?").get_by_label("Yes").check()
     check.get_by_role("group", name="Amended or repealed since?").get_by_label("Yes").check()
     check.get_by_label("Evidence note").fill(
@@ -196,9 +200,9 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
 
     # The original key edition is byte-identical.
     assert original_entries == list(
-        KeyEntry.objects.filter(edition__name="original").order_by("pk").values_list(
-            "pk", "answer", "citation_locator", "citation_quote"
-        )
+        KeyEntry.objects.filter(edition__name="original")
+        .order_by("pk")
+        .values_list("pk", "answer", "citation_locator", "citation_quote")
     )
 
     # ---------------------------------------------------------------- admin
@@ -240,7 +244,9 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     # so its points rise by 2 on a denominator of 2 x 35: +2/70 = +2.86 points.
     assert changes["model-a"][7] == "+2.86", changes["model-a"]
     shots.take(page, "leaderboard original vs corrected")
-    _to_docs(shots.folder / f"{shots.n:02d}-leaderboard-original-vs-corrected.png", "leaderboard.png")
+    _to_docs(
+        shots.folder / f"{shots.n:02d}-leaderboard-original-vs-corrected.png", "leaderboard.png"
+    )
 
     page.goto(f"{base}/report/{BENCHMARK}/?edition=corrected-1&compare=original")
     report = page.locator("main").inner_text()
@@ -253,7 +259,9 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     page = ctx.new_page()
     sign_in(page, base, "reviewer", PASSWORD)
     page.goto(f"{base}/review/?benchmark={BENCHMARK}")
-    page.get_by_label("Status", exact=True).select_option("all")  # htmx swaps the results, pushes the URL
+    page.get_by_label("Status", exact=True).select_option(
+        "all"
+    )  # htmx swaps the results, pushes the URL
     page.wait_for_url(re.compile(r"status=all"))
     page.locator("#queue-results a", has_text="Q005").first.click()
     page.wait_for_url(re.compile(r"/review/items/\d+/"))

@@ -163,7 +163,9 @@ def test_cut_off_then_good_asks_with_a_bigger_budget(
 
 
 @pytest.mark.parametrize("sdk", SDKS)
-def test_cut_off_twice_is_truncated(sdk: str, judge_server: JudgeServer, secret_env: str, mode: str) -> None:
+def test_cut_off_twice_is_truncated(
+    sdk: str, judge_server: JudgeServer, secret_env: str, mode: str
+) -> None:
     judge_server.script(cut_off(), cut_off())
     result = grade(backend(sdk, judge_server), mode)
     assert result.grade is None and result.parse_error and "truncated" in result.parse_error
@@ -171,7 +173,9 @@ def test_cut_off_twice_is_truncated(sdk: str, judge_server: JudgeServer, secret_
 
 
 @pytest.mark.parametrize("sdk", SDKS)
-def test_refusal_gives_no_grade(sdk: str, judge_server: JudgeServer, secret_env: str, mode: str) -> None:
+def test_refusal_gives_no_grade(
+    sdk: str, judge_server: JudgeServer, secret_env: str, mode: str
+) -> None:
     judge_server.script(refusal())
     result = grade(backend(sdk, judge_server), mode)
     assert result.grade is None
@@ -268,8 +272,13 @@ def test_async_calls_hold_a_limiter_slot_only_for_the_request_on_the_wire(
     from scoring.judges import RedisLimiter
 
     client = redis.Redis(host="127.0.0.1", port=6379, db=15)
-    limiter = RedisLimiter(client, f"wire-{uuid.uuid4().hex}", prefix="snaglist-test:judges",
-                           max_concurrency=2, poll_seconds=0.005)
+    limiter = RedisLimiter(
+        client,
+        f"wire-{uuid.uuid4().hex}",
+        prefix="snaglist-test:judges",
+        max_concurrency=2,
+        poll_seconds=0.005,
+    )
     judge_server.latency = 0.05
     b = backend(sdk, judge_server)
     b.limiter = limiter
@@ -342,8 +351,13 @@ def test_server_on_uvloop_answers_both_sdks_with_its_latency(
 EMPTY_POST = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
 
 
-def raw_exchange(server: JudgeServer, *parts: bytes, pause: float = 0.0,
-                 shut_write: bool = False, read: bool = True) -> bytes:
+def raw_exchange(
+    server: JudgeServer,
+    *parts: bytes,
+    pause: float = 0.0,
+    shut_write: bool = False,
+    read: bool = True,
+) -> bytes:
     """Send `parts` to the server over a raw TCP connection (sleeping `pause` between them),
     optionally shut down the sending side, then read until the server closes; return what
     was read (nothing when read is False: the connection is closed at once)."""
@@ -374,19 +388,25 @@ def test_server_reads_requests_split_across_packets_chunked_and_one_after_anothe
     body = json.dumps({"model": "m", "messages": []}).encode()
     chunked = (
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-        + f"{len(body[:7]):x}\r\n".encode() + body[:7] + b"\r\n"
-        + f"{len(body[7:]):x};ext=1\r\n".encode() + body[7:] + b"\r\n0\r\nTrailer: t\r\n\r\n"
+        + f"{len(body[:7]):x}\r\n".encode()
+        + body[:7]
+        + b"\r\n"
+        + f"{len(body[7:]):x};ext=1\r\n".encode()
+        + body[7:]
+        + b"\r\n0\r\nTrailer: t\r\n\r\n"
     )
     plain = (
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
         + body
     )
     closing = plain.replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
-    pieces = [chunked[at:at + 5] for at in range(0, len(chunked), 5)]
+    pieces = [chunked[at : at + 5] for at in range(0, len(chunked), 5)]
     received = raw_exchange(judge_server, *pieces, plain + closing, pause=0.001)
     replies = received.split(b"HTTP/1.1 ")[1:]
     assert [r.split(b"\r\n", 1)[0] for r in replies] == [
-        b"200 OK", b"200 OK", b"429 Too Many Requests"
+        b"200 OK",
+        b"200 OK",
+        b"429 Too Many Requests",
     ]
     assert b'"content": "first"' in replies[0] and b'"content": "second"' in replies[1]
     assert b"Retry-After: 2\r\n" in replies[2] and b"Connection: close\r\n" in replies[2]
@@ -404,7 +424,8 @@ def test_server_drops_the_reply_of_a_client_that_hung_up_and_serves_the_next(
     raw_exchange(judge_server, EMPTY_POST, read=False)
     time.sleep(0.4)
     received = raw_exchange(
-        judge_server, EMPTY_POST.replace(b"Host: x", b"Host: x\r\nConnection: close"))
+        judge_server, EMPTY_POST.replace(b"Host: x", b"Host: x\r\nConnection: close")
+    )
     assert received.startswith(b"HTTP/1.1 200 OK") and b'"content": "after"' in received
     assert [r["path"] for r in judge_server.requests] == ["/v1/chat/completions"] * 2
     assert "replied" in judge_server.requests[1]

@@ -1242,7 +1242,9 @@ def test_judge_clients_share_one_verifying_tls_context() -> None:
         ("https://h/openai/deployments/x?api-version=1", "/chat/completions"),
     ],
 )
-def test_openai_endpoint_is_the_url_the_sdk_would_build(base_url: str | None, expected: str) -> None:
+def test_openai_endpoint_is_the_url_the_sdk_would_build(
+    base_url: str | None, expected: str
+) -> None:
     import openai
 
     from scoring.judges.llm import _endpoint
@@ -1258,12 +1260,37 @@ def test_results_never_hold_a_nul_character():
     replaced by U+FFFD (the rest of the text, and the other fields, unchanged)."""
     from scoring.judges.types import AuditResult, GradeResult
 
-    grade = GradeResult(grade=2, rationale="a\x00b", flag=True, flag_reason="\x00", raw_output="{}\x00\x00",
-                        stop_reason="stop\x00", prompt_version="v1", parse_error="x\x00")
-    assert (grade.grade, grade.rationale, grade.flag, grade.flag_reason, grade.raw_output,
-            grade.stop_reason, grade.prompt_version, grade.parse_error) == (
-        2, "a\ufffdb", True, "\ufffd", "{}\ufffd\ufffd", "stop\ufffd", "v1", "x\ufffd")
-    audit = AuditResult(verdict=None, rationale="r\x00", raw_output="\x00", stop_reason=None,
-                        prompt_version="a1", parse_error=None)
+    grade = GradeResult(
+        grade=2,
+        rationale="a\x00b",
+        flag=True,
+        flag_reason="\x00",
+        raw_output="{}\x00\x00",
+        stop_reason="stop\x00",
+        prompt_version="v1",
+        parse_error="x\x00",
+    )
+    assert (
+        grade.grade,
+        grade.rationale,
+        grade.flag,
+        grade.flag_reason,
+        grade.raw_output,
+        grade.stop_reason,
+        grade.prompt_version,
+        grade.parse_error,
+    ) == (2, "a\ufffdb", True, "\ufffd", "{}\ufffd\ufffd", "stop\ufffd", "v1", "x\ufffd")
+    audit = AuditResult(
+        verdict=None,
+        rationale="r\x00",
+        raw_output="\x00",
+        stop_reason=None,
+        prompt_version="a1",
+        parse_error=None,
+    )
     assert (audit.rationale, audit.raw_output, audit.stop_reason, audit.parse_error) == (
-        "r\ufffd", "\ufffd", None, None)
+        "r\ufffd",
+        "\ufffd",
+        None,
+        None,
+    )

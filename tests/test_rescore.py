@@ -48,21 +48,39 @@ class CountingBackend:
                 raise JudgeUnavailable("HTTP 429 from fake: rate limited (after 6 attempts)")
         assert "m1" not in inp.question + inp.citation_text  # the model's name is never shown
         if self.unparsed:
-            return GradeResult(grade=None, rationale="", flag=False, flag_reason="",
-                               raw_output="I would rather not say.", stop_reason="stop",
-                               prompt_version="judge-v1", parse_error="no grade found")
+            return GradeResult(
+                grade=None,
+                rationale="",
+                flag=False,
+                flag_reason="",
+                raw_output="I would rather not say.",
+                stop_reason="stop",
+                prompt_version="judge-v1",
+                parse_error="no grade found",
+            )
         figure = next((w for w in inp.key_answer.split() if w.isdigit()), "")
         grade = 2 if figure and figure in inp.response else 0
-        return GradeResult(grade=grade, rationale=f"figure {figure}", flag=False, flag_reason="",
-                           raw_output=json.dumps({"grade": grade}), stop_reason="stop",
-                           prompt_version="judge-v1")
+        return GradeResult(
+            grade=grade,
+            rationale=f"figure {figure}",
+            flag=False,
+            flag_reason="",
+            raw_output=json.dumps({"grade": grade}),
+            stop_reason="stop",
+            prompt_version="judge-v1",
+        )
 
     def audit(self, inp):
         with self.lock:
             self.calls.append(("audit", inp.question, inp.key_answer))
         verdict = "correct" if any(c.isdigit() for c in inp.key_answer) else "ungradeable"
-        return AuditResult(verdict=verdict, rationale="fake", raw_output=verdict,
-                           stop_reason="stop", prompt_version="auditor-v1")
+        return AuditResult(
+            verdict=verdict,
+            rationale="fake",
+            raw_output=verdict,
+            stop_reason="stop",
+            prompt_version="auditor-v1",
+        )
 
 
 @pytest.fixture
@@ -100,7 +118,9 @@ def test_one_question_correction_costs_exactly_models_times_judges_calls(
     assert run.reused == (len(data.questions) - 1) * n_models * n_judges
     new_entry = corrected.entries.get()
     assert Grade.objects.filter(key_entry=new_entry).count() == 6
-    assert set(Grade.objects.filter(key_entry=new_entry).values_list("run_id", flat=True)) == {run.pk}
+    assert set(Grade.objects.filter(key_entry=new_entry).values_list("run_id", flat=True)) == {
+        run.pk
+    }
     # every other grade is reused untouched: still exactly one per pair, from the import
     assert Grade.objects.filter(key_entry__edition=data.original).count() == 6 * 3 * 2
     # the corrected answer (850) is what the judge saw
@@ -178,14 +198,26 @@ def test_call_in_flight_at_a_kill_is_counted_lost_and_asked_once_more(data, fake
     run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
     item = run.items.first()
     # a worker claimed the pair, wrote its ledger row, called the judge and was killed
-    RunItem.objects.filter(pk=item.pk).update(lease_until=timezone.now() - timedelta(seconds=1),
-                                              attempts=1)
-    JudgeCall.objects.create(run=run, judge=item.judge, response=item.response, key_entry=item.key_entry,
-                             prompt_version="v1", outcome=JudgeCall.Outcome.STARTED)
+    RunItem.objects.filter(pk=item.pk).update(
+        lease_until=timezone.now() - timedelta(seconds=1), attempts=1
+    )
+    JudgeCall.objects.create(
+        run=run,
+        judge=item.judge,
+        response=item.response,
+        key_entry=item.key_entry,
+        prompt_version="v1",
+        outcome=JudgeCall.Outcome.STARTED,
+    )
     services.settle_chunk(run=run, pairs=[item.pair()])
     ledger = services.ledger_summary(run)
     assert ledger["in_flight_at_kill"] == 1 and ledger["ok"] == 1 and ledger["paid_twice"] == 0
-    assert Grade.objects.filter(response=item.response, judge=item.judge, key_entry=item.key_entry).count() == 1
+    assert (
+        Grade.objects.filter(
+            response=item.response, judge=item.judge, key_entry=item.key_entry
+        ).count()
+        == 1
+    )
     assert len(fake_backend.calls) == 1
 
 
@@ -199,13 +231,22 @@ def test_another_runs_call_in_flight_is_marked_lost_when_a_chunk_of_its_pairs_be
     killed = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
     item = killed.items.order_by("pk").first()
     stale = JudgeCall.objects.create(
-        run=killed, judge=item.judge, response=item.response, key_entry=item.key_entry,
-        prompt_version=item.judge.prompt_version, outcome=JudgeCall.Outcome.STARTED)
+        run=killed,
+        judge=item.judge,
+        response=item.response,
+        key_entry=item.key_entry,
+        prompt_version=item.judge.prompt_version,
+        outcome=JudgeCall.Outcome.STARTED,
+    )
     next_item = killed.items.exclude(response=item.response).order_by("pk").first()
     other = JudgeCall.objects.create(  # another pair of the killed run: not in the chunk
-        run=killed, judge=next_item.judge, response=next_item.response,
-        key_entry=next_item.key_entry, prompt_version=next_item.judge.prompt_version,
-        outcome=JudgeCall.Outcome.STARTED)
+        run=killed,
+        judge=next_item.judge,
+        response=next_item.response,
+        key_entry=next_item.key_entry,
+        prompt_version=next_item.judge.prompt_version,
+        outcome=JudgeCall.Outcome.STARTED,
+    )
     ScoringRun.objects.filter(pk=killed.pk).update(status=ScoringRun.Status.FAILED)
 
     later = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
@@ -216,7 +257,11 @@ def test_another_runs_call_in_flight_is_marked_lost_when_a_chunk_of_its_pairs_be
     assert JudgeCall.objects.get(pk=other.pk).outcome == JudgeCall.Outcome.STARTED
     assert services.ledger_summary(killed)["in_flight_at_kill"] == 1
     later_ledger = services.ledger_summary(later)
-    assert (later_ledger["calls"], later_ledger["ok"], later_ledger["in_flight_at_kill"]) == (1, 1, 0)
+    assert (later_ledger["calls"], later_ledger["ok"], later_ledger["in_flight_at_kill"]) == (
+        1,
+        1,
+        0,
+    )
     assert len(fake_backend.calls) == 1
 
 
@@ -238,22 +283,35 @@ def test_only_pairs_claimed_before_look_for_their_unfinished_calls(data):
     with CaptureQueriesContext(connection) as first:
         claimed = services._claim_group([entry(i) for i in items[:3]], outcome, threading.Lock())
     assert [e[4].pk for e in claimed] == [i.pk for i in items[:3]]
-    assert [q["sql"].split()[:2] for q in first.captured_queries] == [["UPDATE", '"scoring_runitem"']]
+    assert [q["sql"].split()[:2] for q in first.captured_queries] == [
+        ["UPDATE", '"scoring_runitem"']
+    ]
 
     # items[3] was claimed by a worker that wrote its call's ledger row and was killed
     RunItem.objects.filter(pk=items[3].pk).update(
-        attempts=1, lease_until=timezone.now() - timedelta(seconds=1))
+        attempts=1, lease_until=timezone.now() - timedelta(seconds=1)
+    )
     in_flight = JudgeCall.objects.create(
-        run=run, judge=items[3].judge, response=items[3].response, key_entry=items[3].key_entry,
-        prompt_version=items[3].judge.prompt_version, outcome=JudgeCall.Outcome.STARTED)
+        run=run,
+        judge=items[3].judge,
+        response=items[3].response,
+        key_entry=items[3].key_entry,
+        prompt_version=items[3].judge.prompt_version,
+        outcome=JudgeCall.Outcome.STARTED,
+    )
     with CaptureQueriesContext(connection) as again:
         claimed = services._claim_group([entry(i) for i in items[3:5]], outcome, threading.Lock())
     assert [e[4].pk for e in claimed] == [items[3].pk, items[4].pk]
     assert [q["sql"].split()[:2] for q in again.captured_queries] == [
-        ["UPDATE", '"scoring_runitem"'], ["UPDATE", '"scoring_judgecall"']]
+        ["UPDATE", '"scoring_runitem"'],
+        ["UPDATE", '"scoring_judgecall"'],
+    ]
     assert JudgeCall.objects.get(pk=in_flight.pk).outcome == JudgeCall.Outcome.LOST
-    assert list(RunItem.objects.filter(pk__in=[items[3].pk, items[4].pk]).order_by("pk")
-                .values_list("attempts", flat=True)) == [2, 1]
+    assert list(
+        RunItem.objects.filter(pk__in=[items[3].pk, items[4].pk])
+        .order_by("pk")
+        .values_list("attempts", flat=True)
+    ) == [2, 1]
 
 
 @pytest.mark.sqlite
@@ -265,20 +323,40 @@ def test_a_grade_written_meanwhile_is_reused_and_the_rest_of_the_batch_is_settle
     corrected = publish_correction(data)
     run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
     items = list(run.items.select_related("judge").order_by("pk")[:3])
-    calls = [JudgeCall.objects.create(run=run, judge=i.judge, response_id=i.response_id,
-                                      key_entry_id=i.key_entry_id,
-                                      prompt_version=i.judge.prompt_version) for i in items]
+    calls = [
+        JudgeCall.objects.create(
+            run=run,
+            judge=i.judge,
+            response_id=i.response_id,
+            key_entry_id=i.key_entry_id,
+            prompt_version=i.judge.prompt_version,
+        )
+        for i in items
+    ]
 
     def grade(item, value):
-        return {"response_id": item.response_id, "judge_id": item.judge_id,
-                "key_entry_id": item.key_entry_id, "prompt_version": item.judge.prompt_version,
-                "grade": value, "rationale": "r", "flag": False, "flag_reason": "",
-                "raw_output": "{}", "stop_reason": "stop", "run_id": run.pk}
+        return {
+            "response_id": item.response_id,
+            "judge_id": item.judge_id,
+            "key_entry_id": item.key_entry_id,
+            "prompt_version": item.judge.prompt_version,
+            "grade": value,
+            "rationale": "r",
+            "flag": False,
+            "flag_reason": "",
+            "raw_output": "{}",
+            "stop_reason": "stop",
+            "run_id": run.pk,
+        }
 
     earlier = Grade.objects.create(**{**grade(items[1], 0), "rationale": "written meanwhile"})
-    batch = [services._Finished(i.pk, RunItem.State.GRADED, c.pk, JudgeCall.Outcome.OK, "",
-                                grade(i, 2)) for i, c in zip(items, calls, strict=True)]
-    before = ScoringRun.objects.values_list("done", "graded", "reused", "failed", "unparsed").get(pk=run.pk)
+    batch = [
+        services._Finished(i.pk, RunItem.State.GRADED, c.pk, JudgeCall.Outcome.OK, "", grade(i, 2))
+        for i, c in zip(items, calls, strict=True)
+    ]
+    before = ScoringRun.objects.values_list("done", "graded", "reused", "failed", "unparsed").get(
+        pk=run.pk
+    )
     outcome = services.ChunkOutcome()
     services._BatchSettler(run, outcome, threading.Lock()).write(batch)
 
@@ -286,10 +364,16 @@ def test_a_grade_written_meanwhile_is_reused_and_the_rest_of_the_batch_is_settle
     kept = Grade.objects.get(pk=earlier.pk)
     assert (kept.grade, kept.rationale) == (0, "written meanwhile")
     for item in items:
-        assert Grade.objects.filter(response_id=item.response_id, judge_id=item.judge_id,
-                                    key_entry_id=item.key_entry_id).count() == 1
+        assert (
+            Grade.objects.filter(
+                response_id=item.response_id, judge_id=item.judge_id, key_entry_id=item.key_entry_id
+            ).count()
+            == 1
+        )
     assert [JudgeCall.objects.get(pk=c.pk).outcome for c in calls] == ["ok"] * 3
-    after = ScoringRun.objects.values_list("done", "graded", "reused", "failed", "unparsed").get(pk=run.pk)
+    after = ScoringRun.objects.values_list("done", "graded", "reused", "failed", "unparsed").get(
+        pk=run.pk
+    )
     assert [a - b for a, b in zip(after, before, strict=True)] == [3, 2, 1, 0, 0]
 
 
@@ -362,7 +446,9 @@ def test_audit_run_stores_verdicts_and_sends_the_follow_up(
     n = len(data.questions) * len(data.auditors)
     assert (run.kind, run.status, run.needed, run.graded) == ("audit", "complete", n, n)
     assert AuditVerdict.objects.filter(run=run, verdict="correct").count() == n
-    assert all(kind == "audit" for kind, _, _ in fake_backend.calls) and len(fake_backend.calls) == n
+    assert (
+        all(kind == "audit" for kind, _, _ in fake_backend.calls) and len(fake_backend.calls) == n
+    )
     assert FOLLOW_UPS == [run.pk]
     again = _run(data.original, data.auditors, django_capture_on_commit_callbacks, kind="audit")
     assert again.needed == 0 and len(fake_backend.calls) == n
@@ -371,7 +457,9 @@ def test_audit_run_stores_verdicts_and_sends_the_follow_up(
 def test_grading_input_has_citation_and_no_model_name(data):
     from questions.models import KeyEntry
 
-    entry = KeyEntry.objects.select_related("citation_document").filter(edition=data.original).first()
+    entry = (
+        KeyEntry.objects.select_related("citation_document").filter(edition=data.original).first()
+    )
     assert services.citation_text(entry) == (
         "Approved Document K (2013) Table 1.1: Minimum clear width 800 mm"
     )
@@ -405,9 +493,17 @@ def test_rescore_command_json_with_wait(fake_backend):
     data = build_benchmark(n_questions=6, n_models=3)
     publish_correction(data)
     document = _command("rescore", "--wait", "--format", "json")
-    assert {k: document[k] for k in ("edition", "status", "needed", "graded", "reused", "failed", "unparsed")} == {
-        "edition": "corrected-1", "status": "complete", "needed": 6, "graded": 6, "reused": 30,
-        "failed": 0, "unparsed": 0,
+    assert {
+        k: document[k]
+        for k in ("edition", "status", "needed", "graded", "reused", "failed", "unparsed")
+    } == {
+        "edition": "corrected-1",
+        "status": "complete",
+        "needed": 6,
+        "graded": 6,
+        "reused": 30,
+        "failed": 0,
+        "unparsed": 0,
     }
     assert isinstance(document["run"], int)
     document = _command("rescore", "--edition", "corrected-1", "--judges", "j2", "--format", "json")
@@ -419,7 +515,11 @@ def test_audit_key_command_json(fake_backend):
     build_benchmark(n_questions=4, n_models=2)
     document = _command("audit_key", "--wait", "--format", "json", "--auditors", "a1")
     assert (document["status"], document["needed"], document["graded"], document["edition"]) == (
-        "complete", 4, 4, "original")
+        "complete",
+        4,
+        4,
+        "original",
+    )
 
 
 def test_rescore_command_errors(data):
@@ -434,7 +534,9 @@ def test_rescore_command_errors(data):
     assert exc.value.returncode == 1
 
 
-def test_rescore_resume_sends_the_remaining_pairs(data, fake_backend, django_capture_on_commit_callbacks):
+def test_rescore_resume_sends_the_remaining_pairs(
+    data, fake_backend, django_capture_on_commit_callbacks
+):
     corrected = publish_correction(data)
     run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
     services.settle_chunk(run=run, pairs=[i.pair() for i in run.items.order_by("id")[:2]])
@@ -463,9 +565,7 @@ def test_chunks_cover_every_pair_once_and_ramp_up_on_long_runs():
 
 
 @pytest.mark.sqlite
-def test_started_ledger_rows_are_one_insert_in_the_entries_order(
-    data, django_assert_num_queries
-):
+def test_started_ledger_rows_are_one_insert_in_the_entries_order(data, django_assert_num_queries):
     """The event-loop path writes a chunk's "started" ledger rows with ONE INSERT ... RETURNING
     (the rows as one JSON parameter on PostgreSQL, a VALUES list on SQLite) and hands back their ids
     in the entries' order: each id's row names that entry's judge, response and key entry."""
@@ -473,10 +573,15 @@ def test_started_ledger_rows_are_one_insert_in_the_entries_order(
 
     run = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
     entries_of = {e.question_id: e for e in data.original.entries.all()}
-    responses = list(Response.objects.filter(question__benchmark=data.benchmark).order_by("-pk")[:5])
+    responses = list(
+        Response.objects.filter(question__benchmark=data.benchmark).order_by("-pk")[:5]
+    )
     assert len(responses) == 5
     judges = [data.judges[n % 2] for n in range(5)]
-    entries = [(None, j, entries_of[r.question_id], r, None, False) for j, r in zip(judges, responses, strict=True)]
+    entries = [
+        (None, j, entries_of[r.question_id], r, None, False)
+        for j, r in zip(judges, responses, strict=True)
+    ]
     with django_assert_num_queries(1):
         refs = services._started_rows(run, entries)
     rows = {c.pk: c for c in JudgeCall.objects.filter(pk__in=[r.pk for r in refs])}
@@ -484,7 +589,11 @@ def test_started_ledger_rows_are_one_insert_in_the_entries_order(
     for ref, judge, response in zip(refs, judges, responses, strict=True):
         call = rows[ref.pk]
         assert (call.run_id, call.judge_id, call.response_id, call.key_entry_id) == (
-            run.pk, judge.pk, response.pk, entries_of[response.question_id].pk)
+            run.pk,
+            judge.pk,
+            response.pk,
+            entries_of[response.question_id].pk,
+        )
         assert call.outcome == JudgeCall.Outcome.STARTED
         assert call.prompt_version == judge.prompt_version
         assert call.created_at is not None
@@ -500,21 +609,49 @@ def test_grades_written_in_one_insert_keep_awkward_text_and_null_grades(data):
     run = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
     entry_of = {e.question_id: e.pk for e in data.original.entries.all()}
     responses = list(Response.objects.filter(question__benchmark=data.benchmark).order_by("pk")[:3])
-    awkward = ['{"grade": 2, "rationale": "a \\\\ b, {c}"}', "line one\nline two — 1100 mm ≥ “x”", "NULL"]
-    columns = ("response_id", "judge_id", "key_entry_id", "prompt_version", "grade", "rationale",
-               "flag", "flag_reason", "raw_output", "stop_reason", "run_id")
+    awkward = [
+        '{"grade": 2, "rationale": "a \\\\ b, {c}"}',
+        "line one\nline two — 1100 mm ≥ “x”",
+        "NULL",
+    ]
+    columns = (
+        "response_id",
+        "judge_id",
+        "key_entry_id",
+        "prompt_version",
+        "grade",
+        "rationale",
+        "flag",
+        "flag_reason",
+        "raw_output",
+        "stop_reason",
+        "run_id",
+    )
     rows = [
-        (r.pk, data.judges[0].pk, entry_of[r.question_id], "judge-v1", grade, text, flag, "", text,
-         "stop", run.pk)
-        for r, grade, text, flag in zip(responses, [2, None, 0], awkward, [False, True, False],
-                                         strict=True)
+        (
+            r.pk,
+            data.judges[0].pk,
+            entry_of[r.question_id],
+            "judge-v1",
+            grade,
+            text,
+            flag,
+            "",
+            text,
+            "stop",
+            run.pk,
+        )
+        for r, grade, text, flag in zip(
+            responses, [2, None, 0], awkward, [False, True, False], strict=True
+        )
     ]
     ids = services._insert_rows(Grade, columns, rows)
     stored = [Grade.objects.get(pk=pk) for pk in ids]
     assert [(g.response_id, g.grade, g.raw_output, g.rationale, g.flag) for g in stored] == [
         (r.pk, grade, text, text, flag)
-        for r, grade, text, flag in zip(responses, [2, None, 0], awkward, [False, True, False],
-                                         strict=True)
+        for r, grade, text, flag in zip(
+            responses, [2, None, 0], awkward, [False, True, False], strict=True
+        )
     ]
     assert all(g.created_at is not None for g in stored)
 
@@ -534,8 +671,13 @@ def test_lost_calls_are_marked_only_for_the_claimed_pairs_at_their_prompt_versio
 
     def call(judge, response, outcome, version=None):
         return JudgeCall.objects.create(
-            run=run, judge=judge, response=response, key_entry_id=entry_of[response.question_id],
-            prompt_version=version or judge.prompt_version, outcome=outcome)
+            run=run,
+            judge=judge,
+            response=response,
+            key_entry_id=entry_of[response.question_id],
+            prompt_version=version or judge.prompt_version,
+            outcome=outcome,
+        )
 
     lost = [call(j1, r1, "started"), call(j1, r1, "ok")]
     kept = [
@@ -544,21 +686,32 @@ def test_lost_calls_are_marked_only_for_the_claimed_pairs_at_their_prompt_versio
         call(j2, r1, "started"),  # the same response with the other judge: not claimed
         call(j1, r2, "started"),  # another response: not claimed
     ]
-    marked = services._mark_lost_many([(j1, r1.pk, entry_of[r1.question_id]),
-                                       (j2, r2.pk, entry_of[r2.question_id])])
+    marked = services._mark_lost_many(
+        [(j1, r1.pk, entry_of[r1.question_id]), (j2, r2.pk, entry_of[r2.question_id])]
+    )
     assert marked == 2
     assert {c.pk for c in JudgeCall.objects.filter(outcome="lost")} == {c.pk for c in lost}
     assert all(c.detail == services.LOST_DETAIL for c in JudgeCall.objects.filter(outcome="lost"))
     assert [JudgeCall.objects.get(pk=c.pk).outcome for c in kept] == [
-        "failed", "started", "started", "started"]
+        "failed",
+        "started",
+        "started",
+        "started",
+    ]
 
     # other_than_run leaves that run's own calls as they are
     later = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
     mine = JudgeCall.objects.create(
-        run=later, judge=j1, response=r2, key_entry_id=entry_of[r2.question_id],
-        prompt_version=v1, outcome="started")
-    marked = services._mark_lost_many([(j1, r2.pk, entry_of[r2.question_id])],
-                                      other_than_run=later.pk)
+        run=later,
+        judge=j1,
+        response=r2,
+        key_entry_id=entry_of[r2.question_id],
+        prompt_version=v1,
+        outcome="started",
+    )
+    marked = services._mark_lost_many(
+        [(j1, r2.pk, entry_of[r2.question_id])], other_than_run=later.pk
+    )
     assert marked == 1
     assert JudgeCall.objects.get(pk=kept[3].pk).outcome == "lost"
     assert JudgeCall.objects.get(pk=mine.pk).outcome == "started"
@@ -579,9 +732,17 @@ def test_lost_call_lookup_uses_the_pair_index_on_a_ledger_without_statistics(dat
     responses = list(Response.objects.filter(question__benchmark=data.benchmark).order_by("pk"))
     j1, j2 = data.judges
     JudgeCall.objects.bulk_create(
-        JudgeCall(run=run, judge=judge, response=r, key_entry_id=entry_of[r.question_id],
-                  prompt_version=judge.prompt_version, outcome="ok")
-        for _ in range(150) for r in responses for judge in (j1, j2)
+        JudgeCall(
+            run=run,
+            judge=judge,
+            response=r,
+            key_entry_id=entry_of[r.question_id],
+            prompt_version=judge.prompt_version,
+            outcome="ok",
+        )
+        for _ in range(150)
+        for r in responses
+        for judge in (j1, j2)
     )
     with connection.cursor() as cursor:  # as a fresh table is: never analysed
         cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'scoring_judgecall'")
@@ -606,18 +767,28 @@ def test_tables_updated_in_place_keep_room_for_hot_updates_and_no_redundant_inde
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname IN "
-                       "('scoring_runitem', 'scoring_judgecall', 'scoring_grade')")
+        cursor.execute(
+            "SELECT relname, reloptions FROM pg_class WHERE relname IN "
+            "('scoring_runitem', 'scoring_judgecall', 'scoring_grade')"
+        )
         options = dict(cursor.fetchall())
         cursor.execute(
             "SELECT t.relname, a.attname FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid "
             "JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = i.indkey[0] "
-            "WHERE i.indnatts = 1 AND t.relname IN ('scoring_runitem', 'scoring_grade')")
+            "WHERE i.indnatts = 1 AND t.relname IN ('scoring_runitem', 'scoring_grade')"
+        )
         single = sorted(cursor.fetchall())
-    assert options == {"scoring_runitem": ["fillfactor=75"], "scoring_judgecall": ["fillfactor=75"],
-                       "scoring_grade": None}
+    assert options == {
+        "scoring_runitem": ["fillfactor=75"],
+        "scoring_judgecall": ["fillfactor=75"],
+        "scoring_grade": None,
+    }
     assert single == [
-        ("scoring_grade", "id"), ("scoring_grade", "judge_id"), ("scoring_grade", "run_id"),
-        ("scoring_runitem", "id"), ("scoring_runitem", "judge_id"),
-        ("scoring_runitem", "key_entry_id"), ("scoring_runitem", "response_id"),
+        ("scoring_grade", "id"),
+        ("scoring_grade", "judge_id"),
+        ("scoring_grade", "run_id"),
+        ("scoring_runitem", "id"),
+        ("scoring_runitem", "judge_id"),
+        ("scoring_runitem", "key_entry_id"),
+        ("scoring_runitem", "response_id"),
     ]

@@ -33,15 +33,21 @@ GRADE_1 = '{"grade": 1, "rationale": "partly right", "flag": false, "flag_reason
 def data(monkeypatch, judge_server: JudgeServer):
     """6 questions x 3 models, two openai judges pointed at the loopback server."""
     monkeypatch.setenv(KEY_ENV, "sk-async-test-not-a-secret")
-    built = build_benchmark(n_questions=6, n_models=3, grade_original=False, with_auditors=False,
-                            name="async-path")
+    built = build_benchmark(
+        n_questions=6, n_models=3, grade_original=False, with_auditors=False, name="async-path"
+    )
     for n, judge in enumerate(built.judges):
         judge.backend = "openai"
         judge.model = f"loopback-{n}"
         judge.base_url = judge_server.url + "/v1"
         judge.api_key_env = KEY_ENV
-        judge.backend_settings = {"concurrency": 4, "max_retries": 1, "base_delay": 0.01,
-                                  "max_delay": 0.05, "timeout": 5}
+        judge.backend_settings = {
+            "concurrency": 4,
+            "max_retries": 1,
+            "base_delay": 0.01,
+            "max_delay": 0.05,
+            "timeout": 5,
+        }
         judge.save()
     return built
 
@@ -49,13 +55,17 @@ def data(monkeypatch, judge_server: JudgeServer):
 def _one_grade_per_pair() -> bool:
     return not (
         Grade.objects.values("response_id", "judge_id", "key_entry_id", "prompt_version")
-        .annotate(n=Count("id")).filter(n__gt=1).exists()
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .exists()
     )
 
 
 def test_the_event_loop_path_is_the_one_model_judges_take(data):
     judge = data.judges[0]
-    assert services._async_ready([((None, judge.pk, 0),)], {judge.pk: services.judge_backend(judge)})
+    assert services._async_ready(
+        [((None, judge.pk, 0),)], {judge.pk: services.judge_backend(judge)}
+    )
 
 
 def test_after_a_one_question_correction_it_calls_exactly_models_x_judges(data, judge_server):
@@ -104,7 +114,9 @@ def test_a_judge_that_stays_down_fails_its_pairs_after_the_retries(data, judge_s
     assert (run.status, run.done, run.graded, run.failed) == ("failed", 18, 0, 18)
     # per pair: 2 deliveries (first + 1 chunk retry) x 2 attempts (first + 1 judge retry)
     assert len(judge_server.requests) == 18 * 2 * 2
-    outcomes = dict(JudgeCall.objects.filter(run=run).values_list("outcome").annotate(n=Count("id")))
+    outcomes = dict(
+        JudgeCall.objects.filter(run=run).values_list("outcome").annotate(n=Count("id"))
+    )
     assert outcomes == {JudgeCall.Outcome.RETRY: 18, JudgeCall.Outcome.FAILED: 18}
     assert not Grade.objects.filter(run=run).exists()
 
@@ -149,8 +161,10 @@ def test_a_reply_holding_nul_characters_is_stored_with_replacement_characters(da
     """PostgreSQL text cannot hold NUL (U+0000). A judge whose reply holds one, raw (decoded
     from the API's JSON) or escaped inside its own JSON, is graded all the same: the NUL is
     stored as U+FFFD, the run completes and nothing is paid twice."""
-    judge_server.default = ok('{"grade": 2, "rationale": "the \\u0000 figure", "flag": true, '
-                              '"flag_reason": "key \\u0000 out of date"}\u0000')
+    judge_server.default = ok(
+        '{"grade": 2, "rationale": "the \\u0000 figure", "flag": true, '
+        '"flag_reason": "key \\u0000 out of date"}\u0000'
+    )
     run = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
     run_start.delay(run.pk)
     run.refresh_from_db()
@@ -158,12 +172,17 @@ def test_a_reply_holding_nul_characters_is_stored_with_replacement_characters(da
     assert len(judge_server.requests) == 36
     grade = Grade.objects.filter(run=run).first()
     assert (grade.grade, grade.rationale, grade.flag_reason) == (
-        2, "the \ufffd figure", "key \ufffd out of date")
+        2,
+        "the \ufffd figure",
+        "key \ufffd out of date",
+    )
     assert grade.raw_output.endswith("}\ufffd") and "\x00" not in grade.raw_output
     assert _one_grade_per_pair()
 
 
-def test_an_error_body_holding_a_nul_character_fails_its_pairs_cleanly(data, judge_server, settings):
+def test_an_error_body_holding_a_nul_character_fails_its_pairs_cleanly(
+    data, judge_server, settings
+):
     """The failure message of an HTTP error whose body holds NUL is stored (on the run items
     and the ledger) with U+FFFD in its place: the pairs fail after the retries, as for any
     judge that stays down, instead of the batch failing to write."""
@@ -177,5 +196,7 @@ def test_an_error_body_holding_a_nul_character_fails_its_pairs_cleanly(data, jud
     assert len(judge_server.requests) == 18 * 2 * 2
     details = set(RunItem.objects.filter(run=run).values_list("detail", flat=True))
     assert len(details) == 1 and "upstream \ufffd broke" in details.pop()
-    assert all("upstream \ufffd broke" in d
-               for d in JudgeCall.objects.filter(run=run).values_list("detail", flat=True))
+    assert all(
+        "upstream \ufffd broke" in d
+        for d in JudgeCall.objects.filter(run=run).values_list("detail", flat=True)
+    )

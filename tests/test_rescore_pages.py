@@ -41,14 +41,25 @@ def data():
 
 @pytest.mark.parametrize("role", ["reviewer", "editor", None])
 def test_runs_pages_and_api_are_for_admins_only(client, data, role):
-    run = services.scoring_run_create(edition=data.original, judges=data.auditors, kind="audit", enqueue=False)
+    run = services.scoring_run_create(
+        edition=data.original, judges=data.auditors, kind="audit", enqueue=False
+    )
     client.force_login(_user("someone", role))
-    for name, kwargs in [("scoring:runs", {}), ("scoring:run-detail", {"pk": run.pk}),
-                         ("scoring:run-progress", {"pk": run.pk})]:
+    for name, kwargs in [
+        ("scoring:runs", {}),
+        ("scoring:run-detail", {"pk": run.pk}),
+        ("scoring:run-progress", {"pk": run.pk}),
+    ]:
         assert client.get(reverse(name, kwargs=kwargs)).status_code == 403
-    for name, kwargs in [("scoring:run-create", {}), ("scoring:run-cancel", {"pk": run.pk}),
-                         ("scoring:run-resume", {"pk": run.pk})]:
-        assert client.post(reverse(name, kwargs=kwargs), {"edition": data.original.pk}).status_code == 403
+    for name, kwargs in [
+        ("scoring:run-create", {}),
+        ("scoring:run-cancel", {"pk": run.pk}),
+        ("scoring:run-resume", {"pk": run.pk}),
+    ]:
+        assert (
+            client.post(reverse(name, kwargs=kwargs), {"edition": data.original.pk}).status_code
+            == 403
+        )
     assert client.get("/api/scoring/runs/").status_code == 403
     assert client.post("/api/scoring/runs/", {"kind": "grade"}).status_code == 403
     assert ScoringRun.objects.count() == 1
@@ -71,7 +82,9 @@ def test_deactivated_admin_is_refused(client, data):
 
 
 def test_runs_page_shows_progress_and_polls_only_while_running(admin_client, data):
-    run = services.scoring_run_create(edition=data.original, judges=data.auditors, kind="audit", enqueue=False)
+    run = services.scoring_run_create(
+        edition=data.original, judges=data.auditors, kind="audit", enqueue=False
+    )
     ScoringRun.objects.filter(pk=run.pk).update(status="running", done=3)
     page = admin_client.get("/runs/").content.decode()
     assert f'<progress class="progress" max="{run.needed}" value="3"' in page
@@ -96,9 +109,13 @@ def test_runs_page_shows_progress_and_polls_only_while_running(admin_client, dat
     assert "hx-trigger" not in table.content.decode() and "<h1>" not in table.content.decode()
 
 
-def test_runs_list_takes_a_fixed_number_of_queries(admin_client, data, django_assert_max_num_queries):
+def test_runs_list_takes_a_fixed_number_of_queries(
+    admin_client, data, django_assert_max_num_queries
+):
     for _ in range(5):
-        services.scoring_run_create(edition=data.original, judges=data.auditors, kind="audit", enqueue=False)
+        services.scoring_run_create(
+            edition=data.original, judges=data.auditors, kind="audit", enqueue=False
+        )
     with django_assert_max_num_queries(12):
         response = admin_client.get("/runs/")
     assert response.content.decode().count("<progress") == 5
@@ -115,7 +132,11 @@ def test_rescore_button_creates_a_run_and_enqueues_it_after_commit(
         response = admin_client.post("/runs/new/", {"edition": corrected.pk, "kind": "grade"})
     run = ScoringRun.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
-    assert (run.status, run.needed, len(fake_backend.calls)) == ("pending", 6, 0)  # not before commit
+    assert (run.status, run.needed, len(fake_backend.calls)) == (
+        "pending",
+        6,
+        0,
+    )  # not before commit
     assert len(callbacks) == 1
     callbacks[0]()
     run.refresh_from_db()
@@ -125,8 +146,9 @@ def test_rescore_button_creates_a_run_and_enqueues_it_after_commit(
     assert "<dt>Calls sent</dt><dd>6</dd>" in detail
 
 
-def test_run_detail_lists_failed_pairs(admin_client, data, monkeypatch, settings,
-                                       django_capture_on_commit_callbacks):
+def test_run_detail_lists_failed_pairs(
+    admin_client, data, monkeypatch, settings, django_capture_on_commit_callbacks
+):
     settings.SNAGLIST_RESCORE_MAX_RETRIES = 0
     backend = CountingBackend(unavailable_for=10**6)
     monkeypatch.setattr(services, "judge_backend", lambda judge: backend)
@@ -138,24 +160,38 @@ def test_run_detail_lists_failed_pairs(admin_client, data, monkeypatch, settings
 
 
 def test_cancel_button_stops_an_active_run(admin_client, data):
-    run = services.scoring_run_create(edition=data.original, judges=data.auditors, kind="audit", enqueue=False)
+    run = services.scoring_run_create(
+        edition=data.original, judges=data.auditors, kind="audit", enqueue=False
+    )
     response = admin_client.post(f"/runs/{run.pk}/cancel/")
     assert response.status_code == 302
     run.refresh_from_db()
     assert run.status == "cancelled"
 
 
-def test_api_create_detail_and_schema(admin_client, data, fake_backend, django_capture_on_commit_callbacks):
+def test_api_create_detail_and_schema(
+    admin_client, data, fake_backend, django_capture_on_commit_callbacks
+):
     publish_correction(data)
     with django_capture_on_commit_callbacks(execute=True):
-        response = admin_client.post("/api/scoring/runs/", {"kind": "grade", "judges": ["j1"]},
-                                     content_type="application/json")
+        response = admin_client.post(
+            "/api/scoring/runs/",
+            {"kind": "grade", "judges": ["j1"]},
+            content_type="application/json",
+        )
     assert response.status_code == 201, response.content
     body = response.json()
-    assert (body["edition"], body["judges"], body["needed"], body["status"]) == ("corrected-1", ["j1"], 3, "pending")
+    assert (body["edition"], body["judges"], body["needed"], body["status"]) == (
+        "corrected-1",
+        ["j1"],
+        3,
+        "pending",
+    )
     detail = admin_client.get(f"/api/scoring/runs/{body['id']}/").json()
     assert (detail["status"], detail["graded"], detail["ledger"]["calls"]) == ("complete", 3, 3)
-    bad = admin_client.post("/api/scoring/runs/", {"judges": ["zz"]}, content_type="application/json")
+    bad = admin_client.post(
+        "/api/scoring/runs/", {"judges": ["zz"]}, content_type="application/json"
+    )
     assert bad.status_code == 400 and "zz" in bad.content.decode()
     schema = admin_client.get("/api/schema/").content.decode()
     assert "/api/scoring/runs/" in schema and "/api/scoring/runs/{id}/" in schema

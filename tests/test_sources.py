@@ -317,6 +317,7 @@ def test_index_files(tmp_path):
 
 # --------------------------------------------------------------------------- the real corpus
 
+
 @pytest.fixture(autouse=False)
 def _corpus():
     """The real Approved Documents: ../shared sits beside the checkout (CI has it)."""

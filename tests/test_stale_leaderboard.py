@@ -38,16 +38,26 @@ def signed_in(client):
 @pytest.fixture
 def corrected():
     """6 questions x 3 models graded by j1, j2 against `original`; corrected-1 fixes Q001."""
-    data = build_benchmark(n_questions=6, n_models=3, grade_original=True, name=NAME,
-                           with_auditors=False)
+    data = build_benchmark(
+        n_questions=6, n_models=3, grade_original=True, name=NAME, with_auditors=False
+    )
     data.corrected = publish_correction(data)
     return data
 
 
 def _cli_json(edition: str) -> dict:
     out, err = io.StringIO(), io.StringIO()
-    call_command("leaderboard", "--benchmark", NAME, "--edition", edition, "--format", "json",
-                 stdout=out, stderr=err)
+    call_command(
+        "leaderboard",
+        "--benchmark",
+        NAME,
+        "--edition",
+        edition,
+        "--format",
+        "json",
+        stdout=out,
+        stderr=err,
+    )
     return json.loads(out.getvalue())
 
 
@@ -82,8 +92,10 @@ def test_failed_run_marks_the_board_stale_and_a_complete_run_clears_it(signed_in
 
     html, download, api, cli = _views(signed_in, "corrected-1")
     when = timezone.localtime(run.finished_at)
-    reason = (f"Re-scoring run {run.pk} failed at {when:%H:%M} on {when:%Y-%m-%d} "
-              f"({when:%Z}); 3 of 6 pairs lack a grade — these figures do not yet reflect them.")
+    reason = (
+        f"Re-scoring run {run.pk} failed at {when:%H:%M} on {when:%Y-%m-%d} "
+        f"({when:%Z}); 3 of 6 pairs lack a grade — these figures do not yet reflect them."
+    )
     for doc in (download, api, cli):
         assert doc["stale"] is True and doc["stale_reason"] == reason
         assert doc["models"] and "questions_scored" in doc  # existing keys are all still there
@@ -95,8 +107,15 @@ def test_failed_run_marks_the_board_stale_and_a_complete_run_clears_it(signed_in
     # the original edition's board is not affected by a run of another edition
     assert board_staleness(data.original)["stale"] is False
     err = io.StringIO()
-    call_command("leaderboard", "--benchmark", NAME, "--edition", "corrected-1",
-                 stdout=io.StringIO(), stderr=err)
+    call_command(
+        "leaderboard",
+        "--benchmark",
+        NAME,
+        "--edition",
+        "corrected-1",
+        stdout=io.StringIO(),
+        stderr=err,
+    )
     assert "warning: stale figures: Re-scoring run" in err.getvalue()
 
     data.judges[1].backend_settings = {"strictness": "strict"}
@@ -113,8 +132,9 @@ def test_failed_run_marks_the_board_stale_and_a_complete_run_clears_it(signed_in
 
 
 def test_unfinished_run_marks_the_board_stale_while_it_runs(corrected):
-    run = services.scoring_run_create(edition=corrected.corrected, judges=corrected.judges,
-                                      enqueue=False)
+    run = services.scoring_run_create(
+        edition=corrected.corrected, judges=corrected.judges, enqueue=False
+    )
     staleness = board_staleness(corrected.corrected)
     assert staleness["stale"] is True
     assert staleness["stale_reason"].startswith(f"Re-scoring run {run.pk} is pending (0 of 6")
@@ -124,22 +144,29 @@ def test_unfinished_run_marks_the_board_stale_while_it_runs(corrected):
 
 def test_failed_run_whose_pairs_were_graded_since_is_not_stale(corrected):
     _break(corrected.judges[1])
-    run = services.scoring_run_create(edition=corrected.corrected, judges=corrected.judges,
-                                      enqueue=False)
+    run = services.scoring_run_create(
+        edition=corrected.corrected, judges=corrected.judges, enqueue=False
+    )
     run_start.delay(run.pk)
     assert board_staleness(corrected.corrected)["stale"] is True
     # the missing grades arrive some other way (an import, another run): nothing is owed
     for item in RunItem.objects.filter(run=run, state=RunItem.State.FAILED):
-        Grade.objects.create(response_id=item.response_id, judge_id=item.judge_id,
-                             key_entry_id=item.key_entry_id, grade=1, prompt_version="v1")
+        Grade.objects.create(
+            response_id=item.response_id,
+            judge_id=item.judge_id,
+            key_entry_id=item.key_entry_id,
+            grade=1,
+            prompt_version="v1",
+        )
     assert board_staleness(corrected.corrected)["stale"] is False
 
 
 def test_cancel_stops_the_remaining_pairs_and_marks_the_board_stale(
     signed_in, monkeypatch, settings
 ):
-    data = build_benchmark(n_questions=6, n_models=3, grade_original=False, name=NAME,
-                           with_auditors=False)
+    data = build_benchmark(
+        n_questions=6, n_models=3, grade_original=False, name=NAME, with_auditors=False
+    )
     settings.SNAGLIST_RESCORE_CHUNK = 50  # one chunk: it checks for a cancel every 10 pairs
     run = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
     assert run.needed == 36
@@ -180,8 +207,10 @@ def test_cancel_stops_the_remaining_pairs_and_marks_the_board_stale(
         services.scoring_run_cancel(run=run)
 
     when = timezone.localtime(run.finished_at)
-    reason = (f"Re-scoring run {run.pk} was cancelled at {when:%H:%M} on {when:%Y-%m-%d} "
-              f"({when:%Z}); 26 of 36 pairs lack a grade — these figures do not yet reflect them.")
+    reason = (
+        f"Re-scoring run {run.pk} was cancelled at {when:%H:%M} on {when:%Y-%m-%d} "
+        f"({when:%Z}); 26 of 36 pairs lack a grade — these figures do not yet reflect them."
+    )
     html, download, api, cli = _views(signed_in, "original")
     for doc in (download, api, cli):
         assert doc["stale"] is True and doc["stale_reason"] == reason

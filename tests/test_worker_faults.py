@@ -60,9 +60,23 @@ def _slow_run(fake_judge, name: str, delay: float) -> ScoringRun:
 def _resume_with_the_cli(run: ScoringRun) -> dict:
     """`rescore --resume --run N --wait --format json`: what the product documents."""
     out, err = io.StringIO(), io.StringIO()
-    call_command("rescore", "--benchmark", run.benchmark.name, "--edition", run.edition.name,
-                 "--resume", "--run", str(run.pk), "--wait", "--timeout", "60",
-                 "--format", "json", stdout=out, stderr=err)
+    call_command(
+        "rescore",
+        "--benchmark",
+        run.benchmark.name,
+        "--edition",
+        run.edition.name,
+        "--resume",
+        "--run",
+        str(run.pk),
+        "--wait",
+        "--timeout",
+        "60",
+        "--format",
+        "json",
+        stdout=out,
+        stderr=err,
+    )
     return json.loads(out.getvalue())
 
 
@@ -78,11 +92,13 @@ def _assert_exactly_once(run: ScoringRun, fake_judge) -> dict:
     assert not Grade.objects.values(*keys).annotate(n=Count("id")).filter(n__gt=1).exists()
     ledger = services.ledger_summary(run)
     assert ledger["ok"] == PAIRS and ledger["paid_twice"] == 0 and ledger["in_flight"] == 0
-    assert ledger["calls"] == (ledger["ok"] + ledger["in_flight_at_kill"] + ledger["retries"]
-                               + ledger["failed"])
+    assert ledger["calls"] == (
+        ledger["ok"] + ledger["in_flight_at_kill"] + ledger["retries"] + ledger["failed"]
+    )
     # a pair was called more than once only when its call was in flight at a fault
-    repeated = (JudgeCall.objects.filter(run=run).values(*keys).annotate(n=Count("id"))
-                .filter(n__gt=1))
+    repeated = (
+        JudgeCall.objects.filter(run=run).values(*keys).annotate(n=Count("id")).filter(n__gt=1)
+    )
     lost = JudgeCall.objects.filter(run=run, outcome=JudgeCall.Outcome.LOST)
     for pair in repeated:
         assert lost.filter(**{k: pair[k] for k in keys}).count() == pair["n"] - 1, pair
@@ -120,12 +136,14 @@ def test_redis_restarted_mid_run_then_resumed_grades_each_pair_once(
     summary = _resume_with_the_cli(run)
     assert (summary["status"], summary["graded"], summary["failed"]) == ("complete", PAIRS, 0)
     ledger = _assert_exactly_once(run, fake_openai_judge)
-    print(f"\nfaults injected: Redis (no persistence) killed at {at_stop}/{PAIRS} pairs with "
-          f"{queued} keys queued, down 2 s, restarted on the same port; run stalled at "
-          f"{stalled.done}/{PAIRS} (messages lost), `rescore --resume` completed it; "
-          f"worker {'restarted after the kombu race' if restarted else 'reconnected by itself'}; "
-          f"{PAIRS} grades, one per pair; ledger {ledger}; judge answered "
-          f"{fake_openai_judge.calls} calls")
+    print(
+        f"\nfaults injected: Redis (no persistence) killed at {at_stop}/{PAIRS} pairs with "
+        f"{queued} keys queued, down 2 s, restarted on the same port; run stalled at "
+        f"{stalled.done}/{PAIRS} (messages lost), `rescore --resume` completed it; "
+        f"worker {'restarted after the kombu race' if restarted else 'reconnected by itself'}; "
+        f"{PAIRS} grades, one per pair; ledger {ledger}; judge answered "
+        f"{fake_openai_judge.calls} calls"
+    )
 
 
 # kombu's Redis transport can crash the worker as it reconnects: a pub/sub read (the
@@ -188,8 +206,10 @@ def test_database_connections_dropped_mid_task_run_completes_exactly_once(
         _resume_with_the_cli(run)
     assert worker.process.poll() is None, worker.log()
     ledger = _assert_exactly_once(run, fake_openai_judge)
-    print(f"\nfaults injected: PostgreSQL connections of the worker terminated twice "
-          f"(at [done, connections killed] {terminated}); "
-          f"run completed {'after rescore --resume' if resumed else 'by task retries alone'}; "
-          f"{PAIRS} grades, one per pair; ledger {ledger}; judge answered "
-          f"{fake_openai_judge.calls} calls")
+    print(
+        f"\nfaults injected: PostgreSQL connections of the worker terminated twice "
+        f"(at [done, connections killed] {terminated}); "
+        f"run completed {'after rescore --resume' if resumed else 'by task retries alone'}; "
+        f"{PAIRS} grades, one per pair; ledger {ledger}; judge answered "
+        f"{fake_openai_judge.calls} calls"
+    )

@@ -49,8 +49,9 @@ def test_real_worker_rescores_with_reference_judges_exactly_once(celery_worker_f
 
     assert (run.status, run.done, run.graded, run.failed) == ("complete", 36, 36, 0), worker.log()
     _assert_one_grade_per_pair(run, 36)
-    assert set(Grade.objects.filter(run=run).values_list("key_entry__edition__name", flat=True)) == {
-        "original", "corrected-1"}
+    assert set(
+        Grade.objects.filter(run=run).values_list("key_entry__edition__name", flat=True)
+    ) == {"original", "corrected-1"}
     # the reference judges differ in strictness: same inputs, deterministic grades
     assert Grade.objects.filter(run=run, grade__isnull=True).count() == run.unparsed
 
@@ -66,8 +67,11 @@ def test_worker_killed_twice_mid_run_then_resumed_grades_each_pair_once(
     celery_worker_factory, fake_openai_judge
 ):
     fake_openai_judge.delay = 0.15
-    env = {"SNAGLIST_RESCORE_CHUNK": "3", "SNAGLIST_PAIR_LEASE_SECONDS": "2",
-           "H8_FAKE_JUDGE_KEY": "sk-test-not-a-secret"}
+    env = {
+        "SNAGLIST_RESCORE_CHUNK": "3",
+        "SNAGLIST_PAIR_LEASE_SECONDS": "2",
+        "H8_FAKE_JUDGE_KEY": "sk-test-not-a-secret",
+    }
     data = build_benchmark(n_questions=6, n_models=3, grade_original=False)
     use_openai_judges(data.judges, fake_openai_judge)
     run = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)
@@ -90,13 +94,19 @@ def test_worker_killed_twice_mid_run_then_resumed_grades_each_pair_once(
     ledger = services.ledger_summary(run)
     # only calls in flight at a kill were paid twice, and they are counted
     assert fake_openai_judge.calls <= 36 + ledger["in_flight_at_kill"]
-    assert ledger["calls"] == 36 + ledger["in_flight_at_kill"] + ledger["retries"] + ledger["failed"]
+    assert (
+        ledger["calls"] == 36 + ledger["in_flight_at_kill"] + ledger["retries"] + ledger["failed"]
+    )
     print(f"SIGKILL x2: ledger {ledger}, judge answered {fake_openai_judge.calls} calls")
 
 
 def test_judge_answering_429_for_a_while_still_completes(celery_worker_factory, fake_openai_judge):
-    env = {"SNAGLIST_RESCORE_CHUNK": "4", "SNAGLIST_RESCORE_RETRY_BASE_SECONDS": "0.3",
-           "SNAGLIST_RESCORE_MAX_RETRIES": "12", "H8_FAKE_JUDGE_KEY": "sk-test-not-a-secret"}
+    env = {
+        "SNAGLIST_RESCORE_CHUNK": "4",
+        "SNAGLIST_RESCORE_RETRY_BASE_SECONDS": "0.3",
+        "SNAGLIST_RESCORE_MAX_RETRIES": "12",
+        "H8_FAKE_JUDGE_KEY": "sk-test-not-a-secret",
+    }
     data = build_benchmark(n_questions=4, n_models=3, grade_original=False)
     use_openai_judges(data.judges, fake_openai_judge)
     run = services.scoring_run_create(edition=data.original, judges=data.judges, enqueue=False)

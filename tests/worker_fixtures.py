@@ -39,7 +39,9 @@ def broker_url() -> str:
     """Return the Redis URL the worker and the test share (REDIS_URL, else TEST_REDIS_URL)."""
     from django.conf import settings
 
-    return getattr(settings, "REDIS_URL", "") or os.environ.get("TEST_REDIS_URL", DEFAULT_TEST_REDIS)
+    return getattr(settings, "REDIS_URL", "") or os.environ.get(
+        "TEST_REDIS_URL", DEFAULT_TEST_REDIS
+    )
 
 
 def database_url() -> str:
@@ -100,10 +102,23 @@ class CeleryWorker:
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             [
-                str(CELERY_BIN), "-A", "config", "worker", "-P", "threads",
-                "-c", str(self.concurrency), "--without-heartbeat", "--without-mingle",
-                "--without-gossip", "-Q", self.queue, "-n", f"{self.queue}-{self.starts}@%h",
-                "-l", "warning",
+                str(CELERY_BIN),
+                "-A",
+                "config",
+                "worker",
+                "-P",
+                "threads",
+                "-c",
+                str(self.concurrency),
+                "--without-heartbeat",
+                "--without-mingle",
+                "--without-gossip",
+                "-Q",
+                self.queue,
+                "-n",
+                f"{self.queue}-{self.starts}@%h",
+                "-l",
+                "warning",
             ],
             cwd=PROJECT_ROOT,
             env=self.env(),
@@ -128,7 +143,11 @@ class CeleryWorker:
         raise RuntimeError(f"celery worker did not answer within {timeout} s:\n{self.log()}")
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
+        return (
+            self.log_path.read_text(errors="replace")
+            if self.log_path and self.log_path.exists()
+            else ""
+        )
 
     def send(self, task_name: str, *args) -> None:
         """Send a task by name to this worker's queue (not eagerly, whatever the settings)."""
@@ -165,8 +184,10 @@ class CeleryWorker:
             if self.process.poll() is not None and until is None:
                 raise RuntimeError(f"worker died:\n{self.log()}")
             time.sleep(poll)
-        raise AssertionError(f"run {run_id} did not finish in {timeout} s: {run.status} "
-                             f"{run.done}/{run.needed}\n{self.log()[-4000:]}")
+        raise AssertionError(
+            f"run {run_id} did not finish in {timeout} s: {run.status} "
+            f"{run.done}/{run.needed}\n{self.log()[-4000:]}"
+        )
 
     def purge(self) -> None:
         """Delete this worker's queue from Redis (messages left by a killed worker)."""
@@ -215,18 +236,42 @@ def celery_worker(celery_worker_factory):
 # -- a demo-like benchmark ---------------------------------------------------------------------
 
 ANSWERS = [
-    ("What is the minimum width of a stair in a dwelling?", "The minimum clear width is 800 mm.",
-     "Table 1.1", "Minimum clear width 800 mm"),
-    ("What is the maximum rise of a step in a private stair?", "The maximum rise is 220 mm.",
-     "Table 1.1", "Maximum rise 220 mm"),
-    ("What is the minimum guarding height for a landing in a dwelling?", "At least 900 mm.",
-     "Diagram 3.1", "Guarding height 900 mm"),
-    ("Is a handrail needed on a stair rising more than 600 mm?", "Yes, where the rise exceeds 600 mm.",
-     "1.34", "Stairs should have a handrail where the rise is more than 600 mm"),
-    ("What is the minimum headroom over a loft conversion stair?", "At least 1.9 m at the centre.",
-     "1.10", "Headroom of 1.9 m measured at the centre line"),
-    ("What is the maximum pitch of a private stair?", "The maximum pitch is 42 degrees.",
-     "1.14", "Maximum pitch 42 degrees"),
+    (
+        "What is the minimum width of a stair in a dwelling?",
+        "The minimum clear width is 800 mm.",
+        "Table 1.1",
+        "Minimum clear width 800 mm",
+    ),
+    (
+        "What is the maximum rise of a step in a private stair?",
+        "The maximum rise is 220 mm.",
+        "Table 1.1",
+        "Maximum rise 220 mm",
+    ),
+    (
+        "What is the minimum guarding height for a landing in a dwelling?",
+        "At least 900 mm.",
+        "Diagram 3.1",
+        "Guarding height 900 mm",
+    ),
+    (
+        "Is a handrail needed on a stair rising more than 600 mm?",
+        "Yes, where the rise exceeds 600 mm.",
+        "1.34",
+        "Stairs should have a handrail where the rise is more than 600 mm",
+    ),
+    (
+        "What is the minimum headroom over a loft conversion stair?",
+        "At least 1.9 m at the centre.",
+        "1.10",
+        "Headroom of 1.9 m measured at the centre line",
+    ),
+    (
+        "What is the maximum pitch of a private stair?",
+        "The maximum pitch is 42 degrees.",
+        "1.14",
+        "Maximum pitch 42 degrees",
+    ),
 ]
 
 
@@ -260,62 +305,126 @@ def build_benchmark(
     from scoring.models import Grade, Judge
 
     benchmark = Benchmark.objects.create(name=name, grade_scale=[0, 1, 2])
-    SourceDocument.objects.create(benchmark=benchmark, doc_id="ADK", title="Approved Document K",
-                                  short_title="Approved Document K", edition="2013")
+    SourceDocument.objects.create(
+        benchmark=benchmark,
+        doc_id="ADK",
+        title="Approved Document K",
+        short_title="Approved Document K",
+        edition="2013",
+    )
     category = Category.objects.create(benchmark=benchmark, category_id="stairs", name="Stairs")
     original = key_edition_create(benchmark=benchmark, name="original", parent=None)
     questions = []
     for i in range(n_questions):
         text, answer, locator, quote = ANSWERS[i % len(ANSWERS)]
-        q = Question.objects.create(benchmark=benchmark, question_id=f"Q{i + 1:03d}", category=category,
-                                    text=text)
-        key_entry_create(edition=original, question=q, answer=answer, citation_doc_id="ADK",
-                         citation_locator=locator, citation_quote=quote)
+        q = Question.objects.create(
+            benchmark=benchmark, question_id=f"Q{i + 1:03d}", category=category, text=text
+        )
+        key_entry_create(
+            edition=original,
+            question=q,
+            answer=answer,
+            citation_doc_id="ADK",
+            citation_locator=locator,
+            citation_quote=quote,
+        )
         questions.append(q)
     key_edition_publish(edition=original)
-    models = [ModelUnderTest.objects.create(benchmark=benchmark, model_id=f"m{k + 1}", name=f"Model {k + 1}")
-              for k in range(n_models)]
+    models = [
+        ModelUnderTest.objects.create(
+            benchmark=benchmark, model_id=f"m{k + 1}", name=f"Model {k + 1}"
+        )
+        for k in range(n_models)
+    ]
     responses = []
     for qi, q in enumerate(questions):
         answer = ANSWERS[qi % len(ANSWERS)][1]
         for k, m in enumerate(models):
-            text = answer if k % 3 == 0 else ("I am not sure." if k % 3 == 1 else f"{answer} See Table 9.9.")
+            text = (
+                answer
+                if k % 3 == 0
+                else ("I am not sure." if k % 3 == 1 else f"{answer} See Table 9.9.")
+            )
             responses.append(Response.objects.create(question=q, model=m, text=text))
     judges = [
-        Judge.objects.create(benchmark=benchmark, judge_id=f"j{n + 1}", name=f"Judge {n + 1}",
-                             backend=judge_backend, prompt_version="v1",
-                             backend_settings={"strictness": "strict" if n % 2 else "lenient"})
+        Judge.objects.create(
+            benchmark=benchmark,
+            judge_id=f"j{n + 1}",
+            name=f"Judge {n + 1}",
+            backend=judge_backend,
+            prompt_version="v1",
+            backend_settings={"strictness": "strict" if n % 2 else "lenient"},
+        )
         for n in range(n_judges)
     ]
     auditors = []
     if with_auditors:
         auditors = [
-            Judge.objects.create(benchmark=benchmark, judge_id=f"a{n + 1}", name=f"Auditor {n + 1}",
-                                 role=Judge.Role.AUDITOR, backend=judge_backend, prompt_version="v1")
+            Judge.objects.create(
+                benchmark=benchmark,
+                judge_id=f"a{n + 1}",
+                name=f"Auditor {n + 1}",
+                role=Judge.Role.AUDITOR,
+                backend=judge_backend,
+                prompt_version="v1",
+            )
             for n in range(2)
         ]
     if grade_original:
         entries = {e.question_id: e for e in original.entries.all()}
         Grade.objects.bulk_create(
-            [Grade(response=r, judge=j, key_entry=entries[r.question_id], grade=2, prompt_version="v1")
-             for r in responses for j in judges]
+            [
+                Grade(
+                    response=r,
+                    judge=j,
+                    key_entry=entries[r.question_id],
+                    grade=2,
+                    prompt_version="v1",
+                )
+                for r in responses
+                for j in judges
+            ]
         )
-    return SimpleNamespace(benchmark=benchmark, original=original, questions=questions, models=models,
-                           responses=responses, judges=judges, auditors=auditors)
+    return SimpleNamespace(
+        benchmark=benchmark,
+        original=original,
+        questions=questions,
+        models=models,
+        responses=responses,
+        judges=judges,
+        auditors=auditors,
+    )
 
 
-def publish_correction(data, *, question_index: int = 0, answer: str = "The minimum clear width is 850 mm.",
-                       name: str = "corrected-1", removed_index: int | None = None):
+def publish_correction(
+    data,
+    *,
+    question_index: int = 0,
+    answer: str = "The minimum clear width is 850 mm.",
+    name: str = "corrected-1",
+    removed_index: int | None = None,
+):
     """Publish an edition on top of `original` that corrects one question (and maybe removes one)."""
     from questions.services import key_edition_create, key_edition_publish, key_entry_create
 
     edition = key_edition_create(benchmark=data.benchmark, name=name, parent=data.original)
-    key_entry_create(edition=edition, question=data.questions[question_index], answer=answer,
-                     citation_doc_id="ADK", citation_locator="Table 1.1",
-                     citation_quote="Minimum clear width 850 mm", reason="factually_wrong")
+    key_entry_create(
+        edition=edition,
+        question=data.questions[question_index],
+        answer=answer,
+        citation_doc_id="ADK",
+        citation_locator="Table 1.1",
+        citation_quote="Minimum clear width 850 mm",
+        reason="factually_wrong",
+    )
     if removed_index is not None:
-        key_entry_create(edition=edition, question=data.questions[removed_index], removed=True,
-                         has_citation=False, reason="ungradeable")
+        key_entry_create(
+            edition=edition,
+            question=data.questions[removed_index],
+            removed=True,
+            has_citation=False,
+            reason="ungradeable",
+        )
     return key_edition_publish(edition=edition)
 
 
@@ -366,13 +475,26 @@ class FakeOpenAIJudge:
                     with outer.lock:
                         outer.calls += 1
                     content = json.dumps({"grade": 2, "rationale": "figure matches", "flag": False})
-                    body = json.dumps({
-                        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
-                        "model": "fake-judge",
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": content}}],
-                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                    }).encode()
+                    body = json.dumps(
+                        {
+                            "id": "chatcmpl-fake",
+                            "object": "chat.completion",
+                            "created": 0,
+                            "model": "fake-judge",
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": content},
+                                }
+                            ],
+                            "usage": {
+                                "prompt_tokens": 1,
+                                "completion_tokens": 1,
+                                "total_tokens": 2,
+                            },
+                        }
+                    ).encode()
                     self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -410,6 +532,11 @@ def use_openai_judges(judges, server: FakeOpenAIJudge, **backend_settings) -> No
         judge.model = "fake-judge"
         judge.base_url = server.base_url
         judge.api_key_env = "H8_FAKE_JUDGE_KEY"
-        judge.backend_settings = {"max_retries": 1, "base_delay": 0.05, "max_delay": 0.2,
-                                  "timeout": 10, **backend_settings}
+        judge.backend_settings = {
+            "max_retries": 1,
+            "base_delay": 0.05,
+            "max_delay": 0.2,
+            "timeout": 10,
+            **backend_settings,
+        }
         judge.save()

@@ -79,4 +79,3 @@ def cancel_all(tasks: list[asyncio.Task]) -> None:
             task.cancel()
 
     judge_loop().call_soon_threadsafe(cancel)
-

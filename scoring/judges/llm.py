@@ -192,7 +192,9 @@ class ChatBackend(JudgeBackend):
             )
         return reply
 
-    async def _acomplete_retrying(self, prompt: str, max_tokens: int, state: _AsyncState) -> Completion:
+    async def _acomplete_retrying(
+        self, prompt: str, max_tokens: int, state: _AsyncState
+    ) -> Completion:
         async def attempt() -> Completion:
             # The concurrency slot and RPM token are taken by the transport (_SlotTransport),
             # around the HTTP exchange only; the SDK reports a LimiterTimeout raised there as
@@ -319,6 +321,7 @@ def _slotted_http_client(sdk: Any, timeout: float, slot: Callable[[], Any]) -> A
     The wrapping overrides the client's transport factories (`_init_transport`,
     `_init_proxy_transport`: the hooks the SDK's own aiohttp client overrides), so every
     request the SDK sends, through a proxy or not, holds a slot."""
+
     def slotted(base: type) -> type:
         class SlottedClient(base):
             def _init_transport(self, *args: Any, **kwargs: Any) -> Any:
@@ -513,7 +516,9 @@ class AnthropicBackend(ChatBackend):
         }
 
     def _complete(self, prompt: str, max_tokens: int, api_key: str) -> Completion:
-        return self._completion(self._client(api_key).messages.create(**self._request(prompt, max_tokens)))
+        return self._completion(
+            self._client(api_key).messages.create(**self._request(prompt, max_tokens))
+        )
 
     def _async_http_client(self, slot: Callable[[], Any]) -> Any:
         import anthropic
@@ -524,7 +529,9 @@ class AnthropicBackend(ChatBackend):
         import anthropic
 
         kwargs: dict[str, Any] = {
-            "api_key": api_key, "timeout": self.config.timeout, "max_retries": 0,
+            "api_key": api_key,
+            "timeout": self.config.timeout,
+            "max_retries": 0,
             "http_client": http_client,
         }
         if self.config.base_url:

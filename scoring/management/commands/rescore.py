@@ -41,19 +41,39 @@ class RunCommand(BaseCommand):
     noun = "judge"
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--edition", metavar="NAME", default=None,
-                            help="key edition (default: the latest published)")
-        parser.add_argument(f"--{self.judges_option}", metavar="ID,ID", default=None,
-                            help=f"{self.noun} ids, comma-separated (default: every active "
-                                 f"{self.noun} with a backend)")
-        parser.add_argument("--wait", action="store_true",
-                            help="block until the run finishes (polls the database)")
-        parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                            help="with --wait: give up (exit 1) after this long")
-        parser.add_argument("--resume", action="store_true",
-                            help="send an unfinished run's remaining pairs again")
-        parser.add_argument("--run", type=int, default=None, metavar="ID",
-                            help="with --resume: the run (default: the edition's newest unfinished)")
+        parser.add_argument(
+            "--edition",
+            metavar="NAME",
+            default=None,
+            help="key edition (default: the latest published)",
+        )
+        parser.add_argument(
+            f"--{self.judges_option}",
+            metavar="ID,ID",
+            default=None,
+            help=f"{self.noun} ids, comma-separated (default: every active "
+            f"{self.noun} with a backend)",
+        )
+        parser.add_argument(
+            "--wait", action="store_true", help="block until the run finishes (polls the database)"
+        )
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="with --wait: give up (exit 1) after this long",
+        )
+        parser.add_argument(
+            "--resume", action="store_true", help="send an unfinished run's remaining pairs again"
+        )
+        parser.add_argument(
+            "--run",
+            type=int,
+            default=None,
+            metavar="ID",
+            help="with --resume: the run (default: the edition's newest unfinished)",
+        )
         add_benchmark_argument(parser)
         add_format_argument(parser)
 
@@ -88,16 +108,23 @@ class RunCommand(BaseCommand):
         if not wanted:
             judges, _ = services.active_graders(edition, role=self.role)
             if not judges:
-                raise bad_input(f"no active {self.noun} of {benchmark.name} has a backend to grade with")
+                raise bad_input(
+                    f"no active {self.noun} of {benchmark.name} has a backend to grade with"
+                )
             return judges
         ids = [w.strip() for w in wanted.split(",") if w.strip()]
         found = {j.judge_id: j for j in Judge.objects.filter(benchmark=benchmark, judge_id__in=ids)}
         missing = [i for i in ids if i not in found]
         if missing:
-            known = ", ".join(Judge.objects.filter(benchmark=benchmark, role=self.role)
-                              .values_list("judge_id", flat=True))
-            raise bad_input(f"--{self.judges_option}: unknown {self.noun}(s) {', '.join(missing)} "
-                            f"(known: {known or 'none'})")
+            known = ", ".join(
+                Judge.objects.filter(benchmark=benchmark, role=self.role).values_list(
+                    "judge_id", flat=True
+                )
+            )
+            raise bad_input(
+                f"--{self.judges_option}: unknown {self.noun}(s) {', '.join(missing)} "
+                f"(known: {known or 'none'})"
+            )
         return [found[i] for i in ids]
 
     def _resume(self, edition, run_id: int | None) -> ScoringRun:
@@ -105,12 +132,19 @@ class RunCommand(BaseCommand):
         if run_id is not None:
             run = runs.filter(pk=run_id, benchmark=edition.benchmark).first()
             if run is None:
-                raise bad_input(f"no {self.kind} run {run_id} in benchmark {edition.benchmark.name}")
+                raise bad_input(
+                    f"no {self.kind} run {run_id} in benchmark {edition.benchmark.name}"
+                )
         else:
-            run = (runs.filter(edition=edition, status__in=services.ACTIVE_STATUSES)
-                   .order_by("-created_at", "-id").first())
+            run = (
+                runs.filter(edition=edition, status__in=services.ACTIVE_STATUSES)
+                .order_by("-created_at", "-id")
+                .first()
+            )
             if run is None:
-                raise bad_input(f"no unfinished {self.kind} run of edition {edition.name} to resume")
+                raise bad_input(
+                    f"no unfinished {self.kind} run of edition {edition.name} to resume"
+                )
         try:
             services.scoring_run_resume(run=run)
         except DomainError as exc:
@@ -129,8 +163,11 @@ class RunCommand(BaseCommand):
                 last = (run.done, run.needed)
                 self.stderr.write(f"\rrun {run.pk}: {run.done}/{run.needed}", ending="")
             if deadline is not None and time.monotonic() > deadline:
-                raise CommandError(f"run {run.pk} still {run.status} after {timeout:g} s "
-                                   f"({run.done}/{run.needed})", returncode=1)
+                raise CommandError(
+                    f"run {run.pk} still {run.status} after {timeout:g} s "
+                    f"({run.done}/{run.needed})",
+                    returncode=1,
+                )
             time.sleep(0.5)
 
     def _report(self, run: ScoringRun, fmt: str) -> None:
