@@ -704,6 +704,13 @@ def grade_pair(
         return _judge_failed(run, item, call, f"{type(exc).__name__}: {exc}", retryable=False)
 
     state, rationale, detail = _graded_outcome(result, judge)
+    settled = {
+        "run": run,
+        "item": item,
+        "call": call,
+        "call_outcome": JudgeCall.Outcome.OK,
+        "detail": detail,
+    }
     try:
         # Insert straight away (no SELECT first): the unique constraint on (response, judge,
         # key entry, prompt version) is what keeps one grade per pair.
@@ -718,28 +725,14 @@ def grade_pair(
                 stop_reason=(result.stop_reason or "")[:50],
                 run=run,
             )
-            _settle(
-                run=run,
-                item=item,
-                state=state,
-                call=call,
-                call_outcome=JudgeCall.Outcome.OK,
-                detail=detail,
-            )
+            _settle(state=state, **settled)
     except IntegrityError:
         # Another run or delivery wrote this pair's grade meanwhile: reuse it, pay nothing more.
         if not Grade.objects.filter(**grade_key).exists():
             raise
         state = RunItem.State.REUSED
         with transaction.atomic():
-            _settle(
-                run=run,
-                item=item,
-                state=state,
-                call=call,
-                call_outcome=JudgeCall.Outcome.OK,
-                detail=detail,
-            )
+            _settle(state=state, **settled)
     return state
 
 
