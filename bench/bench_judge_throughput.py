@@ -298,41 +298,8 @@ def prefork_worker_class(base: type, procs: int) -> type:
     one chunk at a time on its own judge threads (SNAGLIST_JUDGE_THREADS per process)."""
 
     class PreforkWorker(base):
-        def start(self, timeout: float = 30.0) -> None:
-            from tests import worker_fixtures
-
-            self.starts += 1
-            self.log_path = Path(f"/tmp/snaglist-worker-{self.queue}-{self.starts}.log")
-            log = self.log_path.open("wb")
-            self.process = subprocess.Popen(
-                [
-                    str(worker_fixtures.CELERY_BIN),
-                    "-A",
-                    "config",
-                    "worker",
-                    "-P",
-                    "prefork",
-                    "-c",
-                    str(procs),
-                    "--prefetch-multiplier",
-                    "1",
-                    "--without-heartbeat",
-                    "--without-mingle",
-                    "--without-gossip",
-                    "-Q",
-                    self.queue,
-                    "-n",
-                    f"{self.queue}-{self.starts}@%h",
-                    "-l",
-                    "warning",
-                ],
-                cwd=worker_fixtures.PROJECT_ROOT,
-                env=self.env(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            self._wait_ready(timeout)
+        def pool_args(self) -> list[str]:
+            return ["-P", "prefork", "-c", str(procs), "--prefetch-multiplier", "1"]
 
     return PreforkWorker
 

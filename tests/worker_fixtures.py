@@ -95,6 +95,10 @@ class CeleryWorker:
         env.update(self.extra_env)
         return env
 
+    def pool_args(self) -> list[str]:
+        """Return the worker's pool options: `concurrency` threads in one process."""
+        return ["-P", "threads", "-c", str(self.concurrency)]
+
     def start(self, timeout: float = 30.0) -> None:
         """Start a worker process and wait until it answers a ping on its queue."""
         self.starts += 1
@@ -106,10 +110,7 @@ class CeleryWorker:
                 "-A",
                 "config",
                 "worker",
-                "-P",
-                "threads",
-                "-c",
-                str(self.concurrency),
+                *self.pool_args(),
                 "--without-heartbeat",
                 "--without-mingle",
                 "--without-gossip",
