@@ -193,6 +193,18 @@ def test_pair_leased_by_another_worker_is_not_called(data, fake_backend):
     assert fake_backend.calls == [] and JudgeCall.objects.count() == 0
 
 
+def _started_call(run, item, prompt_version=None):
+    """Write the ledger row a worker writes before it calls the judge for `item`'s pair."""
+    return JudgeCall.objects.create(
+        run=run,
+        judge=item.judge,
+        response=item.response,
+        key_entry=item.key_entry,
+        prompt_version=prompt_version or item.judge.prompt_version,
+        outcome=JudgeCall.Outcome.STARTED,
+    )
+
+
 def test_call_in_flight_at_a_kill_is_counted_lost_and_asked_once_more(data, fake_backend):
     corrected = publish_correction(data)
     run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
@@ -201,14 +213,7 @@ def test_call_in_flight_at_a_kill_is_counted_lost_and_asked_once_more(data, fake
     RunItem.objects.filter(pk=item.pk).update(
         lease_until=timezone.now() - timedelta(seconds=1), attempts=1
     )
-    JudgeCall.objects.create(
-        run=run,
-        judge=item.judge,
-        response=item.response,
-        key_entry=item.key_entry,
-        prompt_version="v1",
-        outcome=JudgeCall.Outcome.STARTED,
-    )
+    _started_call(run, item, prompt_version="v1")
     services.settle_chunk(run=run, pairs=[item.pair()])
     ledger = services.ledger_summary(run)
     assert ledger["in_flight_at_kill"] == 1 and ledger["ok"] == 1 and ledger["paid_twice"] == 0
@@ -230,23 +235,9 @@ def test_another_runs_call_in_flight_is_marked_lost_when_a_chunk_of_its_pairs_be
     corrected = publish_correction(data)
     killed = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
     item = killed.items.order_by("pk").first()
-    stale = JudgeCall.objects.create(
-        run=killed,
-        judge=item.judge,
-        response=item.response,
-        key_entry=item.key_entry,
-        prompt_version=item.judge.prompt_version,
-        outcome=JudgeCall.Outcome.STARTED,
-    )
+    stale = _started_call(killed, item)
     next_item = killed.items.exclude(response=item.response).order_by("pk").first()
-    other = JudgeCall.objects.create(  # another pair of the killed run: not in the chunk
-        run=killed,
-        judge=next_item.judge,
-        response=next_item.response,
-        key_entry=next_item.key_entry,
-        prompt_version=next_item.judge.prompt_version,
-        outcome=JudgeCall.Outcome.STARTED,
-    )
+    other = _started_call(killed, next_item)  # another pair of the killed run: not in the chunk
     ScoringRun.objects.filter(pk=killed.pk).update(status=ScoringRun.Status.FAILED)
 
     later = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
@@ -291,14 +282,7 @@ def test_only_pairs_claimed_before_look_for_their_unfinished_calls(data):
     RunItem.objects.filter(pk=items[3].pk).update(
         attempts=1, lease_until=timezone.now() - timedelta(seconds=1)
     )
-    in_flight = JudgeCall.objects.create(
-        run=run,
-        judge=items[3].judge,
-        response=items[3].response,
-        key_entry=items[3].key_entry,
-        prompt_version=items[3].judge.prompt_version,
-        outcome=JudgeCall.Outcome.STARTED,
-    )
+    in_flight = _started_call(run, items[3])
     with CaptureQueriesContext(connection) as again:
         claimed = services._claim_group([entry(i) for i in items[3:5]], outcome, threading.Lock())
     assert [e[4].pk for e in claimed] == [items[3].pk, items[4].pk]
