@@ -669,17 +669,7 @@ def grade_pair(
         with transaction.atomic():
             _settle(run=run, item=item, state=RunItem.State.REUSED, detail="grade already present")
         return RunItem.State.REUSED
-    if not _claim(item):
-        raise PairBusy(item.pk)
-    _mark_lost_calls(judge=judge, response_id=response.pk, key_entry_id=key_entry.pk)
-    call = JudgeCall.objects.create(
-        run=run,
-        judge=judge,
-        response=response,
-        key_entry=key_entry,
-        prompt_version=judge.prompt_version,
-        outcome=JudgeCall.Outcome.STARTED,
-    )
+    call = _start_call(run, item, judge, response, key_entry)
     try:
         backend = backend or judge_backend(judge)
         question = key_entry.question
@@ -762,17 +752,7 @@ def audit_pair(
                 run=run, item=item, state=RunItem.State.REUSED, detail="verdict already present"
             )
         return RunItem.State.REUSED
-    if not _claim(item):
-        raise PairBusy(item.pk)
-    _mark_lost_calls(judge=auditor, response_id=None, key_entry_id=key_entry.pk)
-    call = JudgeCall.objects.create(
-        run=run,
-        judge=auditor,
-        response=None,
-        key_entry=key_entry,
-        prompt_version=auditor.prompt_version,
-        outcome=JudgeCall.Outcome.STARTED,
-    )
+    call = _start_call(run, item, auditor, None, key_entry)
     try:
         backend = backend or judge_backend(auditor)
         result = backend.audit(
@@ -820,6 +800,28 @@ def audit_pair(
             detail=result.parse_error or "",
         )
     return state
+
+
+def _start_call(
+    run: ScoringRun, item: RunItem, judge: Judge, response: Response | None, key_entry: KeyEntry
+) -> JudgeCall:
+    """Claim `item` and write its ledger row before the judge is asked; return the row.
+
+    An earlier unfinished call of the same pair (a killed worker's) is marked lost first.
+    Raises PairBusy when another worker holds the item's lease."""
+    if not _claim(item):
+        raise PairBusy(item.pk)
+    _mark_lost_calls(
+        judge=judge, response_id=response.pk if response else None, key_entry_id=key_entry.pk
+    )
+    return JudgeCall.objects.create(
+        run=run,
+        judge=judge,
+        response=response,
+        key_entry=key_entry,
+        prompt_version=judge.prompt_version,
+        outcome=JudgeCall.Outcome.STARTED,
+    )
 
 
 def _is_database_error(exc: BaseException) -> bool:
