@@ -78,8 +78,10 @@ def setup_data() -> None:
         taken = set(
             ReviewItem.objects.filter(benchmark=benchmark).values_list("question_id", flat=True)
         )
-        free = Question.objects.filter(benchmark=benchmark, scoring_status="scored").exclude(
-            pk__in=taken
+        free = (
+            Question.objects.filter(benchmark=benchmark)
+            .exclude(key_entries__exclusion__isnull=False)
+            .exclude(pk__in=taken)
         )
         ReviewItem.objects.bulk_create(
             [

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
 from questions.models import Benchmark
+from questions.selectors import latest_published_edition
+from scoring.selectors import effective_entries
 
 
 def _link(label: str, name: str, **kwargs) -> dict | None:
@@ -22,9 +24,6 @@ def home(request: HttpRequest) -> HttpResponse:
     benchmarks = list(
         Benchmark.objects.annotate(
             n_questions=Count("questions", distinct=True),
-            n_scored=Count(
-                "questions", filter=Q(questions__scoring_status="scored"), distinct=True
-            ),
             n_models=Count("models", distinct=True),
             n_editions=Count("editions", distinct=True),
         )
@@ -38,6 +37,11 @@ def home(request: HttpRequest) -> HttpResponse:
     )
     for b in benchmarks:
         b.n_responses = counts.get(b.pk, 0)
+        # Scored depends on the key edition (removals, exclusions by audit): the latest one.
+        b.scored_edition = latest_published_edition(b)
+        if b.scored_edition is not None:
+            entries = effective_entries(b.scored_edition)
+            b.n_scored = int((~entries.removed & ~entries.excluded).sum())
         queue = _link("Review queue", "review:queue")
         if queue:
             queue["url"] += f"?benchmark={b.name}"

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import admin
 
 from questions.models import (
+    AuditExclusion,
     Benchmark,
     Category,
     KeyEdition,
@@ -18,6 +19,25 @@ from questions.models import (
     Section,
     SourceDocument,
 )
+
+
+class ViewOnlyAdmin(admin.ModelAdmin):
+    """An admin page that shows rows but never adds, changes or deletes them.
+
+    For rows that only the product's own paths may write, each with its audit trail: key
+    entries (import and the review workflow, rule 6's approval), responses (import),
+    grades, verdicts, exclusions, runs and the judge-call ledger (scoring and triage). A
+    hand edit there would change published figures with no approval and no log entry.
+    """
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(Benchmark)
@@ -33,6 +53,10 @@ class SourceDocumentAdmin(admin.ModelAdmin):
     list_filter = ["benchmark", "status", "kind"]
     search_fields = ["doc_id", "title", "short_title"]
     raw_id_fields = ["superseded_by"]
+
+    def get_readonly_fields(self, request: Any, obj: Any = None) -> list[str]:
+        # Key entries keep the doc_id they cite as written (KeyEntry.citation_doc_id).
+        return ["benchmark", "doc_id"] if obj is not None else []
 
 
 @admin.register(Section)
@@ -50,11 +74,15 @@ class CategoryAdmin(admin.ModelAdmin):
     list_filter = ["benchmark"]
     search_fields = ["category_id", "name"]
 
+    def get_readonly_fields(self, request: Any, obj: Any = None) -> list[str]:
+        # The id is what bundles and per-category figures name; its display name may change.
+        return ["benchmark", "category_id"] if obj is not None else []
+
 
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
-    list_display = ["question_id", "benchmark", "category", "scoring_status", "excluded_reason"]
-    list_filter = ["benchmark", "scoring_status", "category"]
+    list_display = ["question_id", "benchmark", "category"]
+    list_filter = ["benchmark", "category"]
     search_fields = ["question_id", "text"]
     list_select_related = ["benchmark", "category"]
     raw_id_fields = ["category"]
@@ -109,7 +137,10 @@ class KeyEditionAdmin(_PublishedReadOnly):
 
 
 @admin.register(KeyEntry)
-class KeyEntryAdmin(_PublishedReadOnly):
+class KeyEntryAdmin(ViewOnlyAdmin):
+    """Entries come from import and from approved proposals (rule 6), in drafts too: an
+    entry written or changed here would be published with no editor's approval."""
+
     list_display = [
         "question",
         "edition",
@@ -125,8 +156,15 @@ class KeyEntryAdmin(_PublishedReadOnly):
     list_select_related = ["question", "edition", "edition__benchmark"]
     raw_id_fields = ["question", "citation_document", "edition"]
 
-    def _published(self, obj: KeyEntry) -> bool:
-        return obj.edition.is_published()
+
+@admin.register(AuditExclusion)
+class AuditExclusionAdmin(ViewOnlyAdmin):
+    """Triage writes exclusions (rule 4) with an audit-log entry; the admin only shows them."""
+
+    list_display = ["key_entry", "reason", "excluded_at"]
+    list_filter = ["key_entry__edition__benchmark", "key_entry__edition", "reason"]
+    search_fields = ["key_entry__question__question_id"]
+    list_select_related = ["key_entry__question", "key_entry__edition"]
 
 
 @admin.register(ModelUnderTest)
@@ -137,7 +175,9 @@ class ModelUnderTestAdmin(admin.ModelAdmin):
 
 
 @admin.register(Response)
-class ResponseAdmin(admin.ModelAdmin):
+class ResponseAdmin(ViewOnlyAdmin):
+    """Responses come from bundles; their grades rest on the text as imported."""
+
     list_display = ["question", "model"]
     list_filter = ["question__benchmark", "model"]
     search_fields = ["question__question_id", "model__model_id", "text"]

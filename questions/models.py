@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class Benchmark(models.Model):
@@ -113,11 +114,11 @@ class Category(models.Model):
 
 
 class Question(models.Model):
-    """A benchmark question; its answer lives in KeyEntry rows, one per key edition."""
+    """A benchmark question; its answer lives in KeyEntry rows, one per key edition.
 
-    class ScoringStatus(models.TextChoices):
-        SCORED = "scored", "Scored"
-        EXCLUDED = "excluded", "Excluded from scoring"
+    Whether it is scored depends on the key edition: see KeyEntry.removed and
+    AuditExclusion (both per key entry).
+    """
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="questions")
     question_id = models.CharField(max_length=100)
@@ -125,11 +126,6 @@ class Question(models.Model):
         Category, null=True, blank=True, on_delete=models.PROTECT, related_name="questions"
     )
     text = models.TextField()
-    scoring_status = models.CharField(
-        max_length=20, choices=ScoringStatus.choices, default=ScoringStatus.SCORED
-    )
-    excluded_reason = models.CharField(max_length=50, blank=True)
-    excluded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["benchmark", "question_id"]
@@ -137,18 +133,10 @@ class Question(models.Model):
             models.UniqueConstraint(
                 fields=["benchmark", "question_id"], name="question_unique_question_id"
             ),
-            models.CheckConstraint(
-                condition=Q(scoring_status="scored", excluded_reason="")
-                | Q(scoring_status="excluded") & ~Q(excluded_reason=""),
-                name="question_exclusion_has_reason",
-            ),
         ]
 
     def __str__(self) -> str:
         return self.question_id
-
-    def is_scored(self) -> bool:
-        return self.scoring_status == self.ScoringStatus.SCORED
 
 
 class KeyEdition(models.Model):
@@ -255,6 +243,40 @@ class KeyEntry(models.Model):
             return ""
         doc = self.citation_document.short_title if self.citation_document else self.citation_doc_id
         return f"{doc} {self.citation_locator}".strip()
+
+
+class AuditExclusion(models.Model):
+    """A key entry taken out of scoring because both auditors found it adverse (rule 4).
+
+    Per key entry, not per question: it applies to every key edition whose effective entry
+    for the question is this one (the edition that has the entry and the descendants that
+    inherit it), and to no other. A corrected entry is not excluded by its predecessor's
+    audit, and auditing a corrected edition never changes the original edition's figures
+    (rule 8: the original edition's scores stay available). Not a key row: triage adds it
+    after publication, and the triggers that keep published key rows immutable do not
+    cover it. `reason` is a short code (triage writes `auditors_agree`).
+    """
+
+    key_entry = models.OneToOneField(KeyEntry, on_delete=models.PROTECT, related_name="exclusion")
+    reason = models.CharField(max_length=50)
+    excluded_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["key_entry"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(reason=""), name="auditexclusion_has_reason"),
+        ]
+
+    REASON_LABELS = {
+        "auditors_agree": "both auditors found the key entry wrong or ungradeable (rule 4)",
+    }
+
+    def __str__(self) -> str:
+        return f"{self.key_entry} excluded ({self.reason})"
+
+    def reason_label(self) -> str:
+        """Return the reason in words for the UI (the code itself when it has no label)."""
+        return self.REASON_LABELS.get(self.reason, self.reason)
 
 
 class ModelUnderTest(models.Model):

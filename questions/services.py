@@ -19,7 +19,14 @@ from questions.errors import (
     InvalidTransitionError,
     NotFoundError,
 )
-from questions.models import Benchmark, KeyEdition, KeyEntry, Question, SourceDocument
+from questions.models import (
+    AuditExclusion,
+    Benchmark,
+    KeyEdition,
+    KeyEntry,
+    Question,
+    SourceDocument,
+)
 
 
 def key_edition_create(
@@ -131,44 +138,25 @@ def key_entry_create(
         )
 
 
-def question_exclude(*, question: Question, reason: str, user: Any = None) -> Question:
-    """Take a question out of scoring (rule 4, both auditors adverse) with a reason.
+def key_entry_exclude(*, entry: KeyEntry, reason: str) -> tuple[AuditExclusion, bool]:
+    """Take a key entry out of scoring (rule 4, both auditors adverse) with a reason.
 
-    Idempotent: excluding an excluded question keeps its first reason and time. Raises
-    DomainError for an empty reason (constraint `question_exclusion_has_reason`).
+    Applies to every edition whose effective entry for the question is `entry` (see
+    AuditExclusion). Returns (exclusion, created); idempotent: excluding an excluded entry
+    keeps its first reason and time (created False). Raises DomainError for an empty or
+    over-long reason (50 characters at most).
     """
     reason = (reason or "").strip()
     if not reason:
         raise DomainError("an exclusion needs a reason")
-    if len(reason) > Question._meta.get_field("excluded_reason").max_length:
+    if len(reason) > AuditExclusion._meta.get_field("reason").max_length:
         raise DomainError("the exclusion reason is too long (50 characters at most)")
     with transaction.atomic():
-        locked = Question.objects.select_for_update().get(pk=question.pk)
-        if locked.scoring_status == Question.ScoringStatus.EXCLUDED:
-            return locked
-        locked.scoring_status = Question.ScoringStatus.EXCLUDED
-        locked.excluded_reason = reason
-        locked.excluded_at = timezone.now()
-        locked.save(update_fields=["scoring_status", "excluded_reason", "excluded_at"])
-    _copy_exclusion(locked, question)
-    return locked
+        KeyEntry.objects.select_for_update().filter(pk=entry.pk).exists()
+        return AuditExclusion.objects.get_or_create(key_entry=entry, defaults={"reason": reason})
 
 
-def question_include(*, question: Question, user: Any = None) -> Question:
-    """Put an excluded question back into scoring (idempotent)."""
-    with transaction.atomic():
-        locked = Question.objects.select_for_update().get(pk=question.pk)
-        if locked.scoring_status == Question.ScoringStatus.SCORED:
-            return locked
-        locked.scoring_status = Question.ScoringStatus.SCORED
-        locked.excluded_reason = ""
-        locked.excluded_at = None
-        locked.save(update_fields=["scoring_status", "excluded_reason", "excluded_at"])
-    _copy_exclusion(locked, question)
-    return locked
-
-
-def _copy_exclusion(source: Question, target: Question) -> None:
-    target.scoring_status = source.scoring_status
-    target.excluded_reason = source.excluded_reason
-    target.excluded_at = source.excluded_at
+def key_entry_include(*, entry: KeyEntry) -> bool:
+    """Put an excluded key entry back into scoring; returns False if it was not excluded."""
+    deleted, _ = AuditExclusion.objects.filter(key_entry=entry).delete()
+    return bool(deleted)

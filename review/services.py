@@ -787,16 +787,20 @@ def key_edition_publish(*, edition: KeyEdition, user) -> KeyEdition:
     return published
 
 
-def question_exclude(
-    *, question: Question, reason: str, user=None, detail: dict | None = None
+def key_entry_exclude(
+    *, entry: KeyEntry, reason: str, user=None, detail: dict | None = None
 ) -> bool:
-    """Exclude a question from scoring (rule 4) and log it; returns False if it already was."""
+    """Exclude a key entry from scoring (rule 4) and log it; returns False if it already was.
+
+    The exclusion holds in every edition whose effective entry for the question is `entry`
+    and in no other (questions.models.AuditExclusion). Logged against the question, with the
+    entry's edition, so the question's history shows it.
+    """
+    question = entry.question
     with transaction.atomic():
-        was = Question.objects.select_for_update().get(pk=question.pk)
-        if not was.is_scored():
+        _, created = question_services.key_entry_exclude(entry=entry, reason=reason)
+        if not created:
             return False
-        before = {"scoring_status": was.scoring_status, "excluded_reason": was.excluded_reason}
-        question_services.question_exclude(question=question, reason=reason, user=user)
         audit_log(
             actor=user,
             action="question.exclude",
@@ -804,8 +808,13 @@ def question_exclude(
             target_id=question.pk,
             target_label=f"{question.benchmark.name}/{question.question_id}",
             benchmark_name=question.benchmark.name,
-            before=before,
-            after={"scoring_status": "excluded", "excluded_reason": reason, **(detail or {})},
+            before={"excluded": False, "key_entry_edition": entry.edition.name},
+            after={
+                "excluded": True,
+                "excluded_reason": reason,
+                "key_entry_edition": entry.edition.name,
+                **(detail or {}),
+            },
         )
     return True
 

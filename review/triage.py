@@ -3,8 +3,10 @@
 Methodology rules 3 and 4, and issue 4:
 
 - both auditors adverse (`wrong`/`ungradeable`; SNAGLIST_AUDIT_EXCLUSION_RULE
-  `any_adverse` = any combination, `same_verdict` = the same verdict) -> the question is
-  excluded from scoring with reason `auditors_agree`;
+  `any_adverse` = any combination, `same_verdict` = the same verdict) -> the question's
+  effective key entry in the edition is excluded from scoring with reason `auditors_agree`
+  (questions.models.AuditExclusion: it holds in the editions that use that entry, not in
+  the original when a corrected edition is triaged, nor in an edition that corrects it);
 - exactly one auditor adverse -> item `single_auditor_flag` (a single adverse opinion is
   not evidence: the question is not changed);
 - any judge flag -> item `judge_flag` (both judges flagging ranks highest);
@@ -28,10 +30,10 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from questions.models import Benchmark, KeyEdition, Question, Section
+from questions.models import AuditExclusion, Benchmark, KeyEdition, Question, Section
 from questions.selectors import key_entries_for_edition, latest_published_edition
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
-from review.services import audit_log, question_exclude, review_item_create
+from review.services import audit_log, key_entry_exclude, review_item_create
 from scoring.models import AuditVerdict, Grade, Judge
 
 ADVERSE = {AuditVerdict.Verdict.WRONG, AuditVerdict.Verdict.UNGRADEABLE}
@@ -73,11 +75,13 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
     entries = key_entries_for_edition(edition, select_related=("citation_document",))
     entries = {q: e for q, e in entries.items() if not e.removed}
     entry_ids = {e.pk: q for q, e in entries.items()}
-    scored = set(
-        Question.objects.filter(benchmark=benchmark, scoring_status="scored").values_list(
-            "pk", flat=True
-        )
-    )
+    excluded_entries = set(
+        AuditExclusion.objects.filter(
+            key_entry__edition__benchmark_id=edition.benchmark_id
+        ).values_list("key_entry_id", flat=True)
+    ) & set(entry_ids)
+    # Scored in this edition: keyed, not removed, its effective entry not excluded by audit.
+    scored = {q for q, e in entries.items() if e.pk not in excluded_entries}
     labels = dict(Question.objects.filter(benchmark=benchmark).values_list("pk", "question_id"))
     rule = settings.SNAGLIST_AUDIT_EXCLUSION_RULE
 
@@ -112,6 +116,10 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
             items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
         elif len(adverse) == 1:
             items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
+
+    # Questions this run excludes are not scored either: the detectors' model scores
+    # (rule 2) must not count them, or a first triage and a re-run would disagree.
+    scored -= set(exclusions)
 
     # Rules 1-3: judge grades on the edition's entries.
     judges = list(
@@ -242,6 +250,7 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
 
     return {
         "exclusions": {q: d for q, d in exclusions.items()},
+        "exclusion_entries": {q: entries[q] for q in exclusions},
         "items": {q: v for q, v in items.items() if q in scored and q not in exclusions},
         "labels": labels,
         "scored": scored,
@@ -295,8 +304,11 @@ def triage_run(
 
     with transaction.atomic():
         for qpk, detail in sorted(found["exclusions"].items()):
-            if question_exclude(
-                question=questions[qpk], reason=EXCLUSION_REASON, user=user, detail=detail
+            if key_entry_exclude(
+                entry=found["exclusion_entries"][qpk],
+                reason=EXCLUSION_REASON,
+                user=user,
+                detail=detail,
             ):
                 counts["excluded"] += 1
             else:

@@ -20,7 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from questions.models import Benchmark, KeyEdition
+from questions.models import AuditExclusion, Benchmark, KeyEdition
 from questions.roles import Role, has_role
 from review import permissions, selectors, services
 from review.errors import (
@@ -175,6 +175,7 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         "question": item.question,
         "edition": edition,
         "entry": entry,
+        "exclusion": AuditExclusion.objects.filter(key_entry=entry).first() if entry else None,
         "passage": selectors.passage_for_entry(entry),
         "verdicts": selectors.audit_verdicts(entry),
         "judges": judges,

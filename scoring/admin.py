@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from questions.admin import ViewOnlyAdmin
 from scoring import models as m
 
 
@@ -26,7 +27,9 @@ class JudgeAdmin(admin.ModelAdmin):
 
 
 @admin.register(m.ScoringRun)
-class ScoringRunAdmin(admin.ModelAdmin):
+class ScoringRunAdmin(ViewOnlyAdmin):
+    """Runs are started, cancelled and resumed from the runs pages and commands."""
+
     list_display = [
         "id",
         "benchmark",
@@ -49,7 +52,9 @@ class ScoringRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(m.Grade)
-class GradeAdmin(admin.ModelAdmin):
+class GradeAdmin(ViewOnlyAdmin):
+    """Grades are judges' outputs: a hand edit would change published figures unlogged."""
+
     list_display = [
         "response",
         "judge",
@@ -77,7 +82,9 @@ class GradeAdmin(admin.ModelAdmin):
 
 
 @admin.register(m.AuditVerdict)
-class AuditVerdictAdmin(admin.ModelAdmin):
+class AuditVerdictAdmin(ViewOnlyAdmin):
+    """Verdicts are auditors' outputs; triage turns them into exclusions."""
+
     list_display = ["key_entry", "auditor", "verdict", "prompt_version", "created_at"]
     list_filter = ["auditor__benchmark", "auditor", "verdict"]
     search_fields = ["key_entry__question__question_id", "rationale"]
@@ -86,7 +93,9 @@ class AuditVerdictAdmin(admin.ModelAdmin):
 
 
 @admin.register(m.JudgeCall)
-class JudgeCallAdmin(admin.ModelAdmin):
+class JudgeCallAdmin(ViewOnlyAdmin):
+    """The ledger of paid judge calls: evidence, never edited."""
+
     list_display = ["id", "run", "judge", "outcome", "prompt_version", "created_at"]
     list_filter = ["outcome", "judge"]
     search_fields = ["detail"]
@@ -98,7 +107,9 @@ class JudgeCallAdmin(admin.ModelAdmin):
 if hasattr(m, "RunItem"):
 
     @admin.register(m.RunItem)
-    class RunItemAdmin(admin.ModelAdmin):
+    class RunItemAdmin(ViewOnlyAdmin):
+        """A run's work list: written by the run's tasks only."""
+
         list_display = ["id", "run", "judge", "state", "attempts", "lease_until"]
         list_filter = ["state", "judge"]
         raw_id_fields = ["run", "response", "key_entry"]

@@ -282,7 +282,11 @@ def build_report(
     prov = {
         "questions_total": (e, [], questions),
         "questions_scored": (e, [], questions + ", not excluded by audit nor removed by review"),
-        "excluded_by_audit": (e, a, "Question.scoring_status = excluded (key audit, rule 4)"),
+        "excluded_by_audit": (
+            e,
+            a,
+            f"effective key entries of edition {e} excluded by the key audit (rule 4)",
+        ),
         "removed_by_review": (e, [], f"effective key entries of edition {e} marked removed"),
         "corrected": (
             e,

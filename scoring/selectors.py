@@ -8,9 +8,9 @@ Which grade is used (methodology.md rules 1, 4, 5, 8): for a response to questio
 key edition E, the grade of judge J that counts is the one given against the *effective*
 key entry of Q in E (the entry of the nearest edition in [E, parent, ...] that has one),
 with J's *current* prompt version. A grade against a superseded entry, or from an older
-prompt, is never used for E. Questions excluded by the key audit (Question.scoring_status)
-or removed by review in E (effective entry has `removed=True`) are carried in the table
-but not scored.
+prompt, is never used for E. Questions whose effective entry in E is excluded by the key
+audit (AuditExclusion) or removed by review (`removed=True`) are carried in the table but
+not scored.
 """
 
 from __future__ import annotations
@@ -26,7 +26,14 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
 from questions.errors import DomainError, NotFoundError
-from questions.models import Benchmark, KeyEdition, KeyEntry, ModelUnderTest, Question
+from questions.models import (
+    AuditExclusion,
+    Benchmark,
+    KeyEdition,
+    KeyEntry,
+    ModelUnderTest,
+    Question,
+)
 from questions.selectors import edition_ancestry_ids
 from scoring.engine import (
     AgreementReport,
@@ -56,7 +63,8 @@ class JudgeRef:
 class EntryMap:
     """The effective key entry of every question of an edition (arrays indexed by position).
 
-    ``question_pk``, ``entry_pk``, ``entry_edition_pk``: int64 (N,); ``removed``: bool (N,).
+    ``question_pk``, ``entry_pk``, ``entry_edition_pk``: int64 (N,); ``removed``: bool (N,);
+    ``excluded``: bool (N,), the entry is excluded by the key audit (AuditExclusion, rule 4).
     ``root_pk`` is the edition at the top of the chain (normally `original`).
     """
 
@@ -66,6 +74,7 @@ class EntryMap:
     entry_pk: np.ndarray
     entry_edition_pk: np.ndarray
     removed: np.ndarray
+    excluded: np.ndarray
 
     @property
     def root_pk(self) -> int:
@@ -132,7 +141,7 @@ def auditors(benchmark: Benchmark) -> list[JudgeRef]:
 
 # ----------------------------------------------------------------------------- key entries
 def effective_entries(edition: KeyEdition) -> EntryMap:
-    """Return the effective key entry of every question keyed in `edition` (two queries).
+    """Return the effective key entry of every question keyed in `edition` (three queries).
 
     Same rule as `questions.selectors.key_entries_for_edition` (the nearest edition in the
     chain that has an entry wins), computed on value rows so 10,000 questions cost no
@@ -157,6 +166,11 @@ def effective_entries(edition: KeyEdition) -> EntryMap:
         first = np.ones(len(rows), dtype=bool)
         first[1:] = rows[1:, 0] != rows[:-1, 0]
         rows = rows[first]
+    excluded_pks = list(
+        AuditExclusion.objects.filter(key_entry__edition_id__in=chain)
+        .order_by()
+        .values_list("key_entry_id", flat=True)
+    )
     return EntryMap(
         edition_pk=edition.pk,
         chain=chain,
@@ -164,6 +178,7 @@ def effective_entries(edition: KeyEdition) -> EntryMap:
         entry_pk=rows[:, 1],
         entry_edition_pk=rows[:, 2],
         removed=rows[:, 3].astype(bool),
+        excluded=np.isin(rows[:, 1], np.asarray(excluded_pks, dtype=np.int64)),
     )
 
 
@@ -223,12 +238,13 @@ def load_edition_grades(
     q_rows = list(
         Question.objects.filter(benchmark=benchmark)
         .order_by()
-        .values_list("pk", "question_id", "category__category_id", "scoring_status")
+        .values_list("pk", "question_id", "category__category_id")
     )
-    q_frame = pd.DataFrame.from_records(q_rows, columns=["pk", "question_id", "category", "status"])
+    q_frame = pd.DataFrame.from_records(q_rows, columns=["pk", "question_id", "category"])
     removed_by_q = dict(zip(entries.question_pk.tolist(), entries.removed.tolist(), strict=True))
+    excluded_qs = set(entries.question_pk[entries.excluded].tolist())
     q_frame["keyed"] = q_frame["pk"].map(lambda pk: pk in removed_by_q)
-    q_frame["excluded_by_audit"] = q_frame["status"] == Question.ScoringStatus.EXCLUDED
+    q_frame["excluded_by_audit"] = q_frame["pk"].map(lambda pk: pk in excluded_qs)
     q_frame["removed"] = q_frame["pk"].map(lambda pk: bool(removed_by_q.get(pk, False)))
     q_frame["scored"] = q_frame["keyed"] & ~q_frame["excluded_by_audit"] & ~q_frame["removed"]
     q_frame = q_frame[q_frame["keyed"]].reset_index(drop=True)
@@ -285,17 +301,17 @@ def load_edition_grades(
 def data_version(edition: KeyEdition, judges: list[JudgeRef]) -> str:
     """Return a short digest that changes whenever an input of the edition's figures changes.
 
-    Covers: the grades of the benchmark (max id + count), exclusions by audit (count + last
-    time), the edition chain (ids, status, entries max id + count) and the judges' prompt
-    versions. Three queries.
+    Covers: the grades of the benchmark (max id + count), exclusions by audit of the chain's
+    entries (count + max id), the edition chain (ids, status, entries max id + count) and
+    the judges' prompt versions. Four queries (with the chain's).
     """
     grades = Grade.objects.filter(judge__benchmark_id=edition.benchmark_id).aggregate(
         n=Count("id"), last=Max("id")
     )
-    excluded = Question.objects.filter(
-        benchmark_id=edition.benchmark_id, scoring_status=Question.ScoringStatus.EXCLUDED
-    ).aggregate(n=Count("id"), last=Max("excluded_at"))
     chain = edition_ancestry_ids(edition)
+    excluded = AuditExclusion.objects.filter(key_entry__edition_id__in=chain).aggregate(
+        n=Count("id"), last=Max("id")
+    )
     keyed = KeyEntry.objects.filter(edition_id__in=chain).aggregate(n=Count("id"), last=Max("id"))
     parts = [
         grades["n"],

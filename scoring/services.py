@@ -42,7 +42,7 @@ from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from questions.errors import DomainError, InvalidTransitionError
-from questions.models import KeyEdition, KeyEntry, Question, Response
+from questions.models import AuditExclusion, KeyEdition, KeyEntry, Response
 from questions.selectors import edition_ancestry_ids, key_entries_for_edition
 from scoring.models import AuditVerdict, Grade, Judge, JudgeCall, RunItem, ScoringRun
 
@@ -97,7 +97,9 @@ def graders_for(
     notes: list[str] = []
     for judge in judges:
         if judge.role != role:
-            notes.append(f"{judge.judge_id}: skipped, it is an {judge.get_role_display().lower()}")
+            kind = judge.get_role_display().lower()
+            article = "an" if kind[:1] in "aeiou" else "a"
+            notes.append(f"{judge.judge_id}: skipped, it is {article} {kind}")
         elif not judge.backend:
             notes.append(f"{judge.judge_id}: skipped, no backend (imported grades only)")
         elif not judge.active:
@@ -120,14 +122,18 @@ def active_graders(
 
 
 def _scored_entries(edition: KeyEdition) -> dict[int, int]:
-    """Return {question pk: effective key entry pk} for scored, non-removed questions."""
+    """Return {question pk: effective key entry pk} for the questions scored in `edition`.
+
+    Scored: the effective entry is neither a removal nor excluded by the key audit (rule 4,
+    AuditExclusion of that entry).
+    """
     entries = key_entries_for_edition(edition)
-    scored = set(
-        Question.objects.filter(
-            benchmark_id=edition.benchmark_id, scoring_status=Question.ScoringStatus.SCORED
-        ).values_list("pk", flat=True)
+    excluded = set(
+        AuditExclusion.objects.filter(
+            key_entry__edition__benchmark_id=edition.benchmark_id
+        ).values_list("key_entry_id", flat=True)
     )
-    return {qid: e.pk for qid, e in entries.items() if not e.removed and qid in scored}
+    return {qid: e.pk for qid, e in entries.items() if not e.removed and e.pk not in excluded}
 
 
 def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> list[Pair]:

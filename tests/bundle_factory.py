@@ -358,7 +358,12 @@ def snapshot(benchmark: Any) -> dict[str, list[tuple[Any, ...]]]:
         ),
         "questions": list(
             q.Question.objects.filter(benchmark=b).values_list(
-                "question_id", "category__category_id", "text", "scoring_status"
+                "question_id", "category__category_id", "text"
+            )
+        ),
+        "exclusions": list(
+            q.AuditExclusion.objects.filter(key_entry__edition__benchmark=b).values_list(
+                "key_entry__edition__name", "key_entry__question__question_id", "reason"
             )
         ),
         "editions": list(

@@ -239,7 +239,7 @@ def post_data(route: Route, w: World) -> dict:
 
 def state() -> tuple:
     """A fingerprint of everything a request could change (compared before/after)."""
-    from questions.models import KeyEdition, KeyEntry, Question
+    from questions.models import AuditExclusion, KeyEdition, KeyEntry
     from review.models import AuditLogEntry, CitationCheck, Proposal, ReviewItem
     from scoring.models import ScoringRun
 
@@ -252,7 +252,7 @@ def state() -> tuple:
             ReviewItem.objects.order_by("pk").values_list("pk", "status", "version", "claimed_by")
         ),
         tuple(KeyEdition.objects.order_by("pk").values_list("pk", "status")),
-        tuple(Question.objects.order_by("pk").values_list("pk", "scoring_status")),
+        tuple(AuditExclusion.objects.order_by("pk").values_list("pk", "key_entry_id")),
         tuple(ScoringRun.objects.order_by("pk").values_list("pk", "status")),
         User.objects.count(),
     )
@@ -399,10 +399,19 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
 # The Django admin, by rule (a newly registered model falls under a rule by itself): only
 # a staff superuser gets in; holders of the `admin` role are not staff. (GET, POST) for
 # the superuser; every other role is sent to the admin's sign-in page.
+VIEW_ONLY = (
+    r"(questions_(keyentry|response|auditexclusion)"
+    r"|scoring_(grade|auditverdict|judgecall|runitem|scoringrun))"
+)
 ADMIN_RULES: list[tuple[str, tuple[str, str]]] = [
-    (r"admin:questions_key(edition|entry)_delete$", ("403", "403")),  # published: read-only
+    # View only (questions.admin.ViewOnlyAdmin): written by import, review and scoring only.
+    (rf"admin:{VIEW_ONLY}_(add|delete)$", ("403", "403")),
+    (rf"admin:{VIEW_ONLY}_change$", ("200", "403")),
+    (r"admin:questions_keyedition_delete$", ("403", "403")),  # published: read-only
     (r"admin:questions_question_delete$", ("403", "403")),  # under a published key (rule 7)
-    (r"admin:questions_key(edition|entry)_change$", ("200", "403")),
+    (r"admin:questions_keyedition_change$", ("200", "403")),
+    # a keyed question has no editable field left: the save changes nothing (rule 7)
+    (r"admin:questions_question_change$", ("200", "302")),
     (r"admin:axes_\w+_add$", ("403", "403")),  # django-axes records are not added by hand
     (r"admin:(index|app_list|password_change)$", ("200", "200")),
     (r"admin:\w+_(changelist|add|change|delete|history)$", ("200", "200")),

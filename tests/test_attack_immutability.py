@@ -27,7 +27,14 @@ from django.db.models import F, ProtectedError
 from django.test import Client
 
 from questions.bundles import BundleError, import_bundle
-from questions.models import Benchmark, KeyEdition, KeyEntry, Question, SourceDocument
+from questions.models import (
+    AuditExclusion,
+    Benchmark,
+    KeyEdition,
+    KeyEntry,
+    Question,
+    SourceDocument,
+)
 from tests.conftest import DEMO_BUNDLE
 
 BENCHMARK = "uk-construction-demo"
@@ -526,8 +533,6 @@ def test_the_wording_of_a_published_question_cannot_change(scene):
                 "question_id": question.question_id,
                 "category": question.category_id or "",
                 "text": "A quite different question?",
-                "scoring_status": question.scoring_status,
-                "excluded_reason": question.excluded_reason,
             },
         )
     question.refresh_from_db()
@@ -538,10 +543,8 @@ def test_the_wording_of_a_published_question_cannot_change(scene):
     with pytest.raises(DatabaseError, match="cannot be deleted"), transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM questions_question WHERE id = %s", [question.pk])
-    # Excluding it from scoring is still allowed: that is not the question set.
-    Question.objects.filter(pk=question.pk).update(
-        scoring_status="excluded", excluded_reason="auditors_agree"
-    )
+    # Excluding its entry from scoring is still allowed: that is not the question set.
+    AuditExclusion.objects.create(key_entry=entry, reason="auditors_agree")
 
 
 def test_attacks_tried_figure(scene, capsys):

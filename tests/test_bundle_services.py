@@ -10,7 +10,14 @@ from django.test import RequestFactory
 
 from questions import services
 from questions.errors import AmbiguousError, DomainError, NotFoundError
-from questions.models import Benchmark, KeyEdition, KeyEntry, Question, SourceDocument
+from questions.models import (
+    AuditExclusion,
+    Benchmark,
+    KeyEdition,
+    KeyEntry,
+    Question,
+    SourceDocument,
+)
 from questions.selectors import (
     edition_chain,
     get_benchmark,
@@ -93,22 +100,24 @@ def test_key_entry_create_checks_its_inputs(bench):
 
 
 @pytest.mark.sqlite
-def test_question_exclude_and_include_are_idempotent(bench):
-    q = Question.objects.get(question_id="Q2")
-    services.question_exclude(question=q, reason="audit_both_adverse")
-    first_time = q.excluded_at
-    services.question_exclude(question=q, reason="other")
-    q.refresh_from_db()
-    assert (q.scoring_status, q.excluded_reason, q.excluded_at) == (
-        "excluded",
+def test_key_entry_exclude_and_include_are_idempotent(bench):
+    entry = KeyEntry.objects.get(question__question_id="Q2", edition__name="original")
+    exclusion, created = services.key_entry_exclude(entry=entry, reason="audit_both_adverse")
+    assert created
+    again, created = services.key_entry_exclude(entry=entry, reason="other")
+    assert not created
+    assert (again.pk, again.reason, again.excluded_at) == (
+        exclusion.pk,
         "audit_both_adverse",
-        first_time,
+        exclusion.excluded_at,
     )
     with pytest.raises(DomainError):
-        services.question_exclude(question=q, reason=" ")
-    services.question_include(question=q)
-    q.refresh_from_db()
-    assert (q.scoring_status, q.excluded_reason, q.excluded_at) == ("scored", "", None)
+        services.key_entry_exclude(entry=entry, reason=" ")
+    with pytest.raises(DomainError, match="50 characters"):
+        services.key_entry_exclude(entry=entry, reason="x" * 51)
+    assert services.key_entry_include(entry=entry) is True
+    assert services.key_entry_include(entry=entry) is False
+    assert not AuditExclusion.objects.exists()
 
 
 @pytest.mark.sqlite

@@ -26,6 +26,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from questions.models import (
+    AuditExclusion,
     Benchmark,
     Category,
     KeyEdition,
@@ -129,9 +130,7 @@ def build_tiny(name: str = "tiny") -> dict:
     ):
         AuditVerdict.objects.create(key_entry=entries[qid], auditor=auditors["a1"], verdict=a1)
         AuditVerdict.objects.create(key_entry=entries[qid], auditor=auditors["a2"], verdict=a2)
-    questions["Q5"].scoring_status = Question.ScoringStatus.EXCLUDED
-    questions["Q5"].excluded_reason = "audit"
-    questions["Q5"].save()
+    AuditExclusion.objects.create(key_entry=entries["Q5"], reason="auditors_agree")
     return {
         "benchmark": bench,
         "original": original,
@@ -353,12 +352,73 @@ def test_cached_result_changes_when_a_question_is_excluded(tiny):
     from scoring.selectors import board_for_edition
 
     before = board_for_edition(tiny["original"], n_bootstrap=0)
-    q4 = tiny["questions"]["Q4"]
-    q4.scoring_status, q4.excluded_reason = "excluded", "audit"
-    q4.save()
+    AuditExclusion.objects.create(key_entry=tiny["entries"]["Q4"], reason="auditors_agree")
     after = board_for_edition(tiny["original"], n_bootstrap=0)
     assert before.leaderboard_dict()["questions_scored"] == 4
     assert after.leaderboard_dict()["questions_scored"] == 3
+
+
+def _scores(edition) -> dict[str, float]:
+    from scoring.selectors import board_for_edition
+
+    board = board_for_edition(edition, n_bootstrap=0).leaderboard_dict()
+    return {m["model_id"]: round(m["score"], 2) for m in board["models"]} | {
+        "questions_scored": board["questions_scored"]
+    }
+
+
+def test_triage_of_a_corrected_edition_leaves_the_original_figures_alone(tiny):
+    """Rule 8: an exclusion by audit belongs to the key entry the auditors judged.
+
+    Both auditors find corrected-1's new Q2 entry wrong. corrected-1 then scores mA on Q1 2,
+    Q4 1 -> 3/4 = 75 %, mB on Q4 2 -> 2/2 = 100 % (Q3 removed, Q5 still excluded: it keeps
+    the original entry the auditors rejected). The original edition still has 62.5 / 75 %
+    over 4 scored questions (its Q2 entry was never judged adverse).
+    """
+    from review.triage import triage_run
+
+    original, corrected = tiny["original"], tiny["corrected"]
+    before = _scores(original)
+    assert before == {"mA": 62.5, "mB": 75.0, "questions_scored": 4}
+    assert _scores(corrected) == {"mA": 83.33, "mB": 75.0, "questions_scored": 3}
+    q2_new = KeyEntry.objects.get(edition=corrected, question=tiny["questions"]["Q2"])
+    for auditor in Judge.objects.filter(benchmark=tiny["benchmark"], role=Judge.Role.AUDITOR):
+        AuditVerdict.objects.create(key_entry=q2_new, auditor=auditor, verdict="wrong")
+
+    counts = triage_run(benchmark=tiny["benchmark"], edition=corrected)
+
+    assert (counts["excluded"], counts["already_excluded"]) == (1, 1)  # Q2 new; Q5 inherited
+    assert _scores(corrected) == {"mA": 75.0, "mB": 100.0, "questions_scored": 2}
+    assert _scores(original) == before
+    assert sorted(
+        AuditExclusion.objects.values_list(
+            "key_entry__edition__name", "key_entry__question__question_id"
+        )
+    ) == [("corrected-1", "Q2"), ("original", "Q5")]
+
+
+def test_a_corrected_entry_is_not_excluded_by_its_predecessors_audit(tiny):
+    """Q5's original entry is excluded (both auditors adverse); an edition that corrects Q5
+    scores it again, and re-scoring it needs exactly models x judges = 2 x 2 new grades."""
+    from scoring.services import rescore_needed_pairs
+
+    corrected, questions = tiny["corrected"], tiny["questions"]
+    judges = Judge.objects.filter(benchmark=tiny["benchmark"], role=Judge.Role.JUDGE)
+    judges.update(backend=Judge.Backend.REFERENCE)
+    judges = list(judges)
+    # corrected-1: Q1, Q2, Q4 graded by both judges; Q3 removed; Q5 excluded (inherited).
+    assert rescore_needed_pairs(edition=corrected, judges=judges) == []
+    second = key_edition_create(benchmark=tiny["benchmark"], name="corrected-2", parent=corrected)
+    key_entry_create(
+        edition=second, question=questions["Q5"], answer="Fixed", reason="factually_wrong"
+    )
+    key_edition_publish(edition=second)
+
+    pairs = rescore_needed_pairs(edition=second, judges=judges)
+
+    q5_new = KeyEntry.objects.get(edition=second, question=questions["Q5"])
+    assert len(pairs) == 4 and {p[2] for p in pairs} == {q5_new.pk}
+    assert _scores(tiny["original"])["questions_scored"] == 4  # Q5 still excluded there
 
 
 def test_cache_is_hit_without_recomputing(tiny, monkeypatch):

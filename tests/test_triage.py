@@ -7,7 +7,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from questions.models import Question, SourceDocument
+from questions.models import AuditExclusion, Question, SourceDocument
 from review.models import AuditLogEntry, Evidence, ReviewItem
 from review.triage import triage_run
 from scoring.models import Grade
@@ -19,6 +19,10 @@ pytestmark = pytest.mark.django_db
 
 def items_by_question(world):
     return {i.question.question_id: i for i in ReviewItem.objects.filter(benchmark=world.benchmark)}
+
+
+def excluded_question_ids() -> list[str]:
+    return sorted(AuditExclusion.objects.values_list("key_entry__question__question_id", flat=True))
 
 
 def test_clean_benchmark_queues_nothing(world):
@@ -33,8 +37,10 @@ def test_both_auditors_adverse_excludes_with_reason_auditors_agree(world):
     set_verdicts(world, 0, "wrong", "ungradeable")
     counts = triage_run(benchmark=world.benchmark)
     q = Question.objects.get(pk=world.q(0).pk)
-    assert q.scoring_status == "excluded"
-    assert q.excluded_reason == "auditors_agree"
+    exclusion = AuditExclusion.objects.get()
+    assert exclusion.key_entry.question == q
+    assert exclusion.key_entry.edition.name == "original"
+    assert exclusion.reason == "auditors_agree"
     assert counts["excluded"] == 1
     assert not ReviewItem.objects.filter(question=q).exists()
     log = AuditLogEntry.objects.get(action="question.exclude")
@@ -48,8 +54,7 @@ def test_same_verdict_rule_queues_mixed_adverse_verdicts_instead(world, settings
     set_verdicts(world, 0, "wrong", "ungradeable")
     set_verdicts(world, 1, "wrong", "wrong")
     triage_run(benchmark=world.benchmark)
-    assert Question.objects.get(pk=world.q(0).pk).scoring_status == "scored"
-    assert Question.objects.get(pk=world.q(1).pk).scoring_status == "excluded"
+    assert excluded_question_ids() == ["Q0001"]
     item = items_by_question(world)["Q0000"]
     assert item.source == "single_auditor_flag"
 
@@ -60,7 +65,7 @@ def test_exactly_one_adverse_auditor_queues_the_question_unchanged(world):
     item = items_by_question(world)["Q0002"]
     assert item.source == "single_auditor_flag"
     assert item.status == "open"
-    assert Question.objects.get(pk=world.q(2).pk).scoring_status == "scored"
+    assert excluded_question_ids() == []
     evidence = item.evidence.get()
     verdicts = {v["auditor"]: v["verdict"] for v in evidence.detail["verdicts"]}
     assert verdicts == {"a1": "correct", "a2": "wrong"}
@@ -198,3 +203,27 @@ def test_command_unknown_edition_is_bad_input(world):
         call_command("triage", "--edition", "nope")
     assert exc.value.returncode == 1
     assert "nope" in str(exc.value)
+
+
+def test_first_triage_scores_models_without_the_questions_it_excludes():
+    """The consensus detector's model scores (rule 2) leave out what the same run excludes.
+
+    On the demo, triage excludes two questions (both auditors adverse). The scores a first
+    triage computes must equal those of any later run, which sees the exclusions stored.
+    """
+    from questions.models import Benchmark, KeyEdition
+    from review.triage import findings
+    from tests.conftest import DEMO_BUNDLE
+
+    call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
+    benchmark = Benchmark.objects.get()
+    original = KeyEdition.objects.get(benchmark=benchmark, name="original")
+    first = findings(benchmark, original)
+    assert len(first["exclusions"]) == 2
+
+    counts = triage_run(benchmark=benchmark, edition=original)
+
+    assert counts["excluded"] == 2
+    again = findings(benchmark, original)
+    assert again["model_scores"] == first["model_scores"]
+    assert again["items"].keys() == first["items"].keys()
