@@ -99,6 +99,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Several writers (web + eager tasks) share one file: wait rather than fail.
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].setdefault("timeout", 20)
+    # BEGIN IMMEDIATE: a transaction that reads, then writes, takes the write lock first, so
+    # two such requests queue (up to `timeout`) instead of one failing with "database is
+    # locked" when it upgrades its read lock (seen with two editors approving at once).
+    DATABASES["default"]["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -31,7 +31,7 @@ class LeaderboardQuery(serializers.Serializer):
     )
     band_gap = serializers.FloatField(required=False, min_value=0, max_value=100)
     bootstrap = serializers.IntegerField(required=False, min_value=0, max_value=10_000)
-    seed = serializers.IntegerField(required=False)
+    seed = serializers.IntegerField(required=False, min_value=0)
     banding = serializers.ChoiceField(choices=BANDINGS, required=False, default="gap")
     judges = serializers.CharField(required=False, help_text="Comma-separated judge ids.")
 

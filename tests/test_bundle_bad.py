@@ -169,3 +169,86 @@ def test_error_output_is_capped(tmp_path, good_folder, settings):
     problem_lines = [line for line in err.splitlines() if line.startswith("grades.jsonl:")]
     assert len(problem_lines) == 5
     assert "more problems not shown (cap 5)" in err
+
+
+def _rewrite_line(folder: Path, name: str, index: int, change) -> None:
+    path = folder / name
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[index] = change(lines[index])
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_one_undecodable_response_line_is_reported_without_a_flood_of_false_errors(good_folder):
+    """A bad line is reported once; the file's other records still back the grades that
+    refer to them, so only that response's own grades (one per judge) are reported too."""
+    path = good_folder / "responses.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    response = json.loads(lines[4])
+    lines[4] = lines[4].replace(b'"text": "', b'"text": "caf\xe9 ', 1)
+    path.write_bytes(b"".join(lines))
+    code, _, err = run_import(good_folder)
+    assert code == 1
+    assert "responses.jsonl:5: encoding: not valid UTF-8: byte 0xe9" in err
+    problem_lines = [line for line in err.splitlines() if ".jsonl:" in line or ".csv:" in line]
+    grades = [
+        g
+        for g in map(json.loads, (good_folder / "grades.jsonl").read_text().splitlines())
+        if (g["question_id"], g["model_id"]) == (response["question_id"], response["model_id"])
+    ]
+    assert len(grades) == 2  # one per judge
+    assert len(problem_lines) == 1 + len(grades), err
+    assert db_counts()["Benchmark"] == 0
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_nul_character_in_text_is_refused_naming_file_line_and_field(good_folder):
+    _rewrite_line(
+        good_folder, "questions.jsonl", 1, lambda s: s.replace('"text": "', '"text": "a\\u0000b', 1)
+    )
+    code, _, err = run_import(good_folder)
+    assert code == 1
+    assert "questions.jsonl:2: text: contains a NUL character (U+0000) at character 2" in err
+    assert db_counts()["Benchmark"] == 0
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_deeply_nested_json_line_is_reported_not_raised(good_folder):
+    path = good_folder / "questions.jsonl"
+    path.write_text(path.read_text() + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    n = len(path.read_text().splitlines())
+    code, _, err = run_import(good_folder)
+    assert code == 1
+    assert f"questions.jsonl:{n}: json: broken JSON: nested too deeply" in err
+    assert db_counts()["Benchmark"] == 0
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_a_key_given_twice_in_one_object_is_refused(good_folder):
+    _rewrite_line(
+        good_folder,
+        "responses.jsonl",
+        0,
+        lambda s: s.replace('"model_id": ', '"model_id": "model-zz", "model_id": ', 1),
+    )
+    code, _, err = run_import(good_folder)
+    assert code == 1
+    assert "responses.jsonl:1: json: broken JSON: key 'model_id' appears twice" in err
+    assert db_counts()["Benchmark"] == 0
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+@pytest.mark.parametrize("scale", [[1], []])
+def test_a_grade_scale_of_fewer_than_two_grades_is_refused(good_folder, scale):
+    manifest = json.loads((good_folder / "manifest.json").read_text())
+    manifest["grade_scale"] = scale
+    (good_folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    code, _, err = run_import(good_folder)
+    assert code == 1
+    assert "manifest.json:1: grade_scale: must be a list of at least two distinct integers" in err
+    assert db_counts()["Benchmark"] == 0

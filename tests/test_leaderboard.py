@@ -297,6 +297,12 @@ def test_ambiguous_benchmark_exits_2_and_lists_benchmarks(tiny):
     assert run_json("leaderboard", "--benchmark", "tiny-two")["edition"] == "corrected-1"
 
 
+def test_negative_seed_is_a_usage_error(tiny):
+    # numpy's SeedSequence takes no negative seed: refused by the parser, not a traceback.
+    with pytest.raises(CommandError, match=r"argument --seed: must be >= 0, not '-1'"):
+        run("leaderboard", "--seed", "-1")
+
+
 def test_unknown_benchmark_exits_1(tiny):
     with pytest.raises(CommandError) as exc:
         run("leaderboard", "--benchmark", "nope")

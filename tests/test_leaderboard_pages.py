@@ -176,6 +176,8 @@ def test_api_leaderboard_values(signed_in, tiny):
 def test_api_leaderboard_rejects_bad_parameters(signed_in, tiny):
     assert signed_in.get("/api/scoring/tiny/leaderboard/?banding=zigzag").status_code == 400
     assert signed_in.get("/api/scoring/tiny/leaderboard/?edition=nope").status_code == 404
+    negative = signed_in.get("/api/scoring/tiny/leaderboard/?seed=-1")
+    assert negative.status_code == 400 and "seed" in negative.json()
 
 
 def test_api_agreement_and_report(signed_in, tiny):

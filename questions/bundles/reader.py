@@ -175,6 +175,11 @@ class Row:
         if max_length is not None and len(value) > max_length:
             self.error(name, f"longer than {max_length} characters")
             return None
+        if "\x00" in value:
+            # PostgreSQL text cannot hold it; SQLite would keep it and the export then differ.
+            column = value.index("\x00") + 1
+            self.error(name, f"contains a NUL character (U+0000) at character {column}")
+            return None
         return value
 
     def ident(self, name: str, max_length: int = MAX["id"], required: bool = True) -> str | None:
@@ -206,11 +211,35 @@ def _reject_constant(value: str) -> Any:
     raise ValueError(f"{value} is not valid JSON")
 
 
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """object_pairs_hook: a key given twice in one object is an error, not "last one wins"."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _loads(text: str) -> Any:
+    """Parse strict JSON: no NaN/Infinity, no duplicate keys, bounded nesting.
+
+    Raises ValueError with a message for the problem report (a document nested too deeply
+    for the parser's recursion limit is reported, not raised as RecursionError).
+    """
+    try:
+        return json.loads(
+            text, parse_constant=_reject_constant, object_pairs_hook=_reject_duplicate_keys
+        )
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def iter_jsonl(
     source: BundleSource, name: str, problems: Problems, show_progress: bool = False
 ) -> Iterator[Row]:
-    """Yield a Row per non-blank line of a JSONL file; report broken lines."""
-    lines = decode_lines(name, source.read_bytes(name), problems)
+    """Yield a Row per non-blank line of a JSONL file; report broken lines and go on."""
+    lines = decode_lines(name, source.read_bytes(name), problems, partial=True)
     if lines is None:
         return
     for number, text in progress(
@@ -219,7 +248,7 @@ def iter_jsonl(
         if not text.strip():
             continue
         try:
-            value = json.loads(text, parse_constant=_reject_constant)
+            value = _loads(text)
         except ValueError as exc:
             detail = f"{exc.msg} at column {exc.colno}" if hasattr(exc, "msg") else str(exc)
             problems.add(name, number, "json", f"broken JSON: {detail}")
@@ -328,7 +357,7 @@ def _manifest(source: BundleSource, p: Problems, b: BundleData) -> None:
     if lines is None:
         return
     try:
-        manifest = json.loads("\n".join(t for _, t in lines), parse_constant=_reject_constant)
+        manifest = _loads("\n".join(t for _, t in lines))
     except ValueError as exc:
         line = getattr(exc, "lineno", 1)
         p.add(name, line, "json", f"broken JSON: {getattr(exc, 'msg', exc)}")
@@ -348,11 +377,14 @@ def _manifest(source: BundleSource, p: Problems, b: BundleData) -> None:
     scale = manifest.get("grade_scale", [0, 1, 2])
     if (
         not isinstance(scale, list)
-        or not scale
+        or len(scale) < 2
         or any(type(g) is not int for g in scale)
         or len(set(scale)) != len(scale)
     ):
-        row.error("grade_scale", "must be a non-empty list of distinct integers, e.g. [0, 1, 2]")
+        row.error(
+            "grade_scale",
+            "must be a list of at least two distinct integers (wrong ... right), e.g. [0, 1, 2]",
+        )
     else:
         b.grade_scale = list(scale)
     corrected = row.text("corrected_edition", required=False, empty=False, max_length=100)

@@ -153,12 +153,15 @@ def open_source(path: str | Path) -> BundleSource:
 
 
 def decode_lines(
-    name: str, data: bytes, problems: Problems, *, keepends: bool = False
+    name: str, data: bytes, problems: Problems, *, keepends: bool = False, partial: bool = False
 ) -> list[tuple[int, str]] | None:
     """Split UTF-8 bytes into (line number, text) pairs; None when any line is unusable.
 
     A leading BOM is dropped. Lines break at LF, CRLF or CR (bytes.splitlines breaks at
     exactly these three). With `keepends` the break characters stay, for the csv module.
+    With `partial` (JSONL, one record per line) the usable lines are returned even when
+    others were reported, so one bad line does not make every row that refers to the
+    file's other records look wrong too; the import still fails on the reported line.
     """
     if data.startswith(BOM):
         data = data[len(BOM) :]
@@ -188,4 +191,4 @@ def decode_lines(
             else:
                 out.append((number, text))
         offset += len(raw)
-    return out if ok else None
+    return out if ok or partial else None

@@ -66,7 +66,13 @@ class Command(BaseCommand):
             metavar="N",
             help="bootstrap resamples over questions (default: settings.SNAGLIST_BOOTSTRAP)",
         )
-        parser.add_argument("--seed", type=int, default=None, metavar="S", help="bootstrap seed")
+        parser.add_argument(
+            "--seed",
+            type=_non_negative_int,
+            default=None,
+            metavar="S",
+            help="bootstrap seed (0 or more)",
+        )
         parser.add_argument(
             "--banding",
             choices=BANDINGS,

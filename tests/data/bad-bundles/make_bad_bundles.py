@@ -102,7 +102,7 @@ CASES: dict[str, tuple[dict[str, str | bytes | None], str]] = {
     ),
     "manifest-grade-scale-type": (
         {"manifest.json": '{"name": "bad", "grade_scale": "0-2"}'},
-        "manifest.json:1: grade_scale: must be a non-empty list",
+        "manifest.json:1: grade_scale: must be a list of at least two distinct integers",
     ),
     "questions-missing": (
         {"questions.jsonl": None},
