@@ -34,10 +34,15 @@ from questions.models import AuditExclusion, Benchmark, KeyEdition, Question, Se
 from questions.selectors import key_entries_for_edition, latest_published_edition
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
 from review.services import audit_log, key_entry_exclude, review_item_create
-from scoring.models import AuditVerdict, Grade, Judge
-
-ADVERSE = {AuditVerdict.Verdict.WRONG, AuditVerdict.Verdict.UNGRADEABLE}
-EXCLUSION_REASON = "auditors_agree"
+from scoring.audit_rule import (
+    EXCLUDE,
+    EXCLUSION_REASON,
+    MIXED,
+    SINGLE,
+    audit_outcome,
+    newest_verdicts,
+)
+from scoring.models import Grade, Judge
 
 
 def model_scores(agreed: dict[str, list[int]], grade_max: int) -> dict[str, float]:
@@ -88,33 +93,20 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
     exclusions: dict[int, dict] = {}
     items: dict[int, list[tuple[str, dict]]] = defaultdict(list)
 
-    # Rule 4: auditors.
-    verdicts: dict[int, list[tuple[str, str, str]]] = defaultdict(list)
-    for entry_id, auditor, verdict, rationale in (
-        AuditVerdict.objects.filter(
-            key_entry_id__in=list(entry_ids), auditor__role=Judge.Role.AUDITOR
-        )
-        .order_by("auditor__judge_id", "-created_at")
-        .values_list("key_entry_id", "auditor__judge_id", "verdict", "rationale")
-    ):
+    # Rule 4: auditors (scoring.audit_rule).
+    for entry_id, vs in newest_verdicts(entry_ids).items():
         qpk = entry_ids[entry_id]
-        if any(a == auditor for a, _, _ in verdicts[qpk]):
-            continue  # an auditor's newest verdict counts (another prompt version)
-        verdicts[qpk].append((auditor, verdict, rationale))
-    for qpk, vs in verdicts.items():
-        adverse = [(a, v) for a, v, _ in vs if v in ADVERSE]
+        outcome = audit_outcome([v for _, v, _ in vs], rule)
         detail = {
             "verdicts": [{"auditor": a, "verdict": v, "rationale": r} for a, v, r in vs],
             "edition": edition.name,
         }
-        if len(vs) >= 2 and len(adverse) == len(vs):
-            same = len({v for _, v in adverse}) == 1
-            if rule == "any_adverse" or same:
-                exclusions[qpk] = detail
-                continue
+        if outcome == EXCLUDE:
+            exclusions[qpk] = detail
+        elif outcome == MIXED:
             detail["note"] = "every auditor adverse but with different verdicts (rule same_verdict)"
             items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
-        elif len(adverse) == 1:
+        elif outcome == SINGLE:
             items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
 
     # Questions this run excludes are not scored either: the detectors' model scores

@@ -130,3 +130,43 @@ def test_export_refuses_a_non_empty_folder(rich, tmp_path):
     with pytest.raises(CommandError) as info:
         call_command("export_bundle", str(tmp_path / "full"), stdout=io.StringIO())
     assert info.value.returncode == 1
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_exclusions_by_audit_survive_export_and_import(tmp_path):
+    """bundle-format.md: an export of an import re-imports to the same data. Exclusions
+    (rule 4) travel as the audits they follow from: import applies the rule, so the
+    re-imported benchmark excludes the same two demo questions and scores the same."""
+    from questions.models import AuditExclusion
+    from scoring.selectors import board_for_edition
+    from tests.conftest import DEMO_BUNDLE
+
+    import_bundle(DEMO_BUNDLE)
+    demo = Benchmark.objects.get()
+    excluded = sorted(
+        AuditExclusion.objects.values_list("key_entry__question__question_id", flat=True)
+    )
+    assert len(excluded) == 2
+    out = tmp_path / "export"
+    call_command("export_bundle", str(out), "--benchmark", demo.name, stdout=io.StringIO())
+    _rename(out, "demo-copy")
+    result = import_bundle(out)
+    assert result.created["exclusions"] == 2
+    copy = Benchmark.objects.get(name="demo-copy")
+    assert (
+        sorted(
+            AuditExclusion.objects.filter(key_entry__edition__benchmark=copy).values_list(
+                "key_entry__question__question_id", flat=True
+            )
+        )
+        == excluded
+    )
+
+    def scores(bench):
+        edition = KeyEdition.objects.get(benchmark=bench, name="original")
+        board = board_for_edition(edition, n_bootstrap=0).leaderboard_dict()
+        return board["questions_scored"], [(m["model_id"], m["score"]) for m in board["models"]]
+
+    assert scores(copy) == scores(demo)
+    assert scores(demo)[0] == 44  # 46 questions, 2 excluded by audit

@@ -45,6 +45,7 @@ from questions.models import (
     SourceDocument,
 )
 from questions.selectors import key_entries_for_edition
+from scoring.audit_rule import exclude_by_audit
 from scoring.models import AuditVerdict, Grade, Judge
 
 BATCH = 2000
@@ -129,7 +130,9 @@ def _short(value: Any) -> str:
 class _Importer:
     def __init__(self, data: BundleData, problems: Problems, show: bool, user: Any) -> None:
         self.d, self.p, self.show, self.user = data, problems, show, user
-        self.created: dict[str, int] = dict.fromkeys(("benchmarks", *data.counts().keys()), 0)
+        self.created: dict[str, int] = dict.fromkeys(
+            ("benchmarks", *data.counts().keys(), "exclusions"), 0
+        )
         self.warnings = list(data.warnings)
 
     # --- helpers -------------------------------------------------------------------
@@ -203,6 +206,7 @@ class _Importer:
         self._responses()
         self._grades()
         self._audits()
+        self._exclusions()
         return ImportResult(self.d.name, dry_run, self.created, self.d.counts(), self.warnings)
 
     def _benchmark(self) -> Benchmark:
@@ -731,6 +735,17 @@ class _Importer:
                     )
                 )
         self._bulk(AuditVerdict, new, "audits")
+
+    def _exclusions(self) -> None:
+        """Rule 4 on the imported verdicts: entries both auditors find adverse are excluded
+        (scoring.audit_rule, as triage does), so the benchmark is scored as the rule says
+        from the start and an export re-imports to the same exclusions."""
+        if self.p:  # the import fails anyway; its verdicts may be incomplete
+            return
+        entries = KeyEntry.objects.filter(edition__benchmark=self.bench).values_list(
+            "pk", flat=True
+        )
+        self.created["exclusions"] = len(exclude_by_audit(entries))
 
 
 __all__ = ["BundleError", "ImportResult", "import_bundle", "import_data"]
