@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 
 from questions.errors import DomainError, NotFoundError
-from questions.models import Benchmark, KeyEdition
+from questions.models import Benchmark, KeyEdition, KeyEntry
 from questions.selectors import latest_published_edition
 from scoring.engine import compare_leaderboards
 from scoring.report import (
@@ -380,6 +380,11 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
         "error": error,
         "figures": figure_rows(doc) if doc else [],
         "banding_sentence": banding_sentence(doc) if doc else "",
+        # The reason codes of the JSON and Markdown report, in words for the page.
+        "grade_change_rows": [
+            {**g, "reason_label": REASON_LABELS.get(g["reason"], g["reason"])}
+            for g in (doc["grade_changes"] if doc else [])
+        ],
         "md_url": reverse("scoring:report_md", args=[benchmark]) + "?" + query,
         "json_url": reverse("scoring:report_json", args=[benchmark]) + "?" + query,
         "leaderboard_url": reverse("scoring:leaderboard", args=[benchmark])
@@ -394,6 +399,9 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
     response = render(request, template, ctx)
     patch_vary_headers(response, ("HX-Request",))
     return response
+
+
+REASON_LABELS = dict(KeyEntry.Reason.choices)
 
 
 def report_md_download(request: HttpRequest, benchmark: str) -> HttpResponse:

@@ -316,11 +316,11 @@ def build_report(
         both = (
             f"leaderboards of editions {c} and {e}, judges {', '.join(j)}, {board.banding} banding"
         )
-        prov["top3_unchanged"] = (f"{c} -> {e}", j, both)
-        prov["bottom5_unchanged"] = (f"{c} -> {e}", j, both)
-        prov["kendall_tau"] = (f"{c} -> {e}", j, both + ", Kendall's tau-b on scores")
+        prov["top3_unchanged"] = (f"{c} → {e}", j, both)
+        prov["bottom5_unchanged"] = (f"{c} → {e}", j, both)
+        prov["kendall_tau"] = (f"{c} → {e}", j, both + ", Kendall's tau-b on scores")
         prov["grade_changes"] = (
-            f"{c} -> {e}",
+            f"{c} → {e}",
             j,
             f"agreed grades per response under editions {c} and {e} for questions whose key entry differs",
         )
@@ -399,8 +399,12 @@ def leaderboard_table(doc: dict[str, Any]) -> str:
         f"Leaderboard: {doc.get('benchmark', '')}, key edition {doc['edition']}, "
         f"judges {', '.join(doc['judges']) or '(none)'}",
         banding_sentence(doc),
-        f"Intervals: 95%, bootstrap over questions ({doc.get('n_bootstrap', 0)} resamples, "
-        f"seed {doc.get('seed')}); Wilson where the bootstrap degenerates.",
+        (
+            f"Intervals: 95%, bootstrap over questions ({doc.get('n_bootstrap', 0)} resamples, "
+            f"seed {doc.get('seed')}); Wilson where the bootstrap degenerates."
+            if doc.get("n_bootstrap")
+            else "Intervals: 95% Wilson intervals (no bootstrap: --bootstrap 0)."
+        ),
         f"Agreement rate: {_frac_pct(doc.get('agreement_rate'))}  "
         f"Questions scored: {doc.get('questions_scored', 0)}  Bands: {doc.get('n_bands', 0)}",
         "",

@@ -105,3 +105,35 @@ def test_skip_link_moves_focus_to_the_main_content(demo_admin, live_server, chro
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "main"
     ctx.close()
+
+
+def test_main_pages_fit_a_phone_screen_without_sideways_scrolling(
+    demo_admin, live_server, chromium
+):
+    """At 390 px wide no page is wider than the screen: wide tables scroll inside their own
+    box (.table-wrap), and nothing positioned inside one (a visually hidden header label)
+    widens the page. The review queue was 723 px wide before."""
+    from review.models import ReviewItem
+
+    base = live_server.url
+    shots = Shots("phone-width")
+    item = ReviewItem.objects.order_by("-priority", "pk").first()
+    ctx = chromium.new_context(viewport={"width": 390, "height": 844}, locale="en-GB")
+    page = ctx.new_page()
+    sign_in(page, base, "kbd-admin", PASSWORD)
+    widths = {}
+    for path in (
+        f"/review/?benchmark={BENCHMARK}",
+        f"/review/items/{item.pk}/",
+        "/review/approvals/",
+        f"/editions/{BENCHMARK}/",
+        f"/leaderboard/{BENCHMARK}/",
+        f"/report/{BENCHMARK}/",
+        "/runs/",
+    ):
+        page.goto(base + path)
+        page.wait_for_load_state()
+        widths[path] = page.evaluate("document.documentElement.scrollWidth")
+        shots.take(page, path)
+    ctx.close()
+    assert {p: w for p, w in widths.items() if w > 390} == {}

@@ -191,8 +191,20 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     page.goto(f"{base}/editions/{BENCHMARK}/")
     shots.take(page, "editions before publishing")
     page.get_by_role("link", name=re.compile("corrected-1")).first.click()
+    asked: list[str] = []
+
+    def confirm(dialog):
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", confirm)
     page.get_by_role("button", name=re.compile("Publish")).click()
     page.wait_for_selector("text=published")
+    # Publishing is final: the browser asked first (static/js/snaglist.js, data-confirm).
+    assert asked == [
+        "Publish corrected-1? Its 1 change will count for scoring, and the edition can never "
+        "be changed again."
+    ]
     shots.take(page, "corrected-1 published")
     corrected = KeyEdition.objects.get(name="corrected-1")
     assert corrected.status == "published" and corrected.entries.count() == 1

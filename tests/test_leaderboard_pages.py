@@ -127,7 +127,8 @@ def test_report_page_defaults_to_comparing_with_the_parent(signed_in, tiny):
     body = signed_in.get("/report/tiny/").content.decode()
     assert "compared with <strong>original</strong>" in body
     assert "Single-auditor flags sent to review" in body
-    assert "Q2" in body and "factually_wrong" in body
+    # the reason in words on the page (the JSON and Markdown keep the code factually_wrong)
+    assert "Q2" in body and "<td>Factually wrong</td>" in body
 
 
 def test_report_page_without_comparison(signed_in, tiny):

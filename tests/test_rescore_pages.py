@@ -50,7 +50,11 @@ def test_runs_pages_and_api_are_for_admins_only(client, data, role):
         ("scoring:run-detail", {"pk": run.pk}),
         ("scoring:run-progress", {"pk": run.pk}),
     ]:
-        assert client.get(reverse(name, kwargs=kwargs)).status_code == 403
+        refused = client.get(reverse(name, kwargs=kwargs))
+        assert refused.status_code == 403
+        # The site's own "Not allowed" page (templates/403.html), not Django's bare one.
+        assert [t.name for t in refused.templates][:2] == ["403.html", "base.html"]
+        assert "Only an admin may see or start re-scoring runs." in refused.content.decode()
     for name, kwargs in [
         ("scoring:run-create", {}),
         ("scoring:run-cancel", {"pk": run.pk}),

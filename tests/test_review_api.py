@@ -170,3 +170,25 @@ def test_schema_lists_review_endpoints(admin):
         "/api/review/log/",
     ):
         assert path in schema["paths"], path
+
+
+def test_api_docs_page_loads_swagger_ui_from_this_server(admin):
+    """/api/docs/ must work offline: Swagger UI's files come from drf-spectacular-sidecar's
+    static files, not a CDN (it was a blank page without internet access)."""
+    import re
+
+    from django.test import Client
+
+    client = Client()
+    client.force_login(admin)
+    page = client.get("/api/docs/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assets = re.findall(r'(?:src|href)="([^"]+\.(?:js|css|png))"', html)
+    assert any(a.endswith("swagger-ui-bundle.js") for a in assets), assets
+    for asset in assets:
+        assert asset.startswith("/static/"), f"{asset} is not served from this server"
+        served = client.get(asset)
+        assert served.status_code == 200, asset
+        b"".join(served.streaming_content) if served.streaming else served.content
+    assert "cdn.jsdelivr" not in html and "unpkg.com" not in html

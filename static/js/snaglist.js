@@ -26,6 +26,11 @@
     if (typing(target)) target.focus();
     else target.click();
   });
+  // A form with data-confirm="question" asks before it is sent (for what cannot be undone).
+  document.addEventListener("submit", function (event) {
+    var question = event.target.getAttribute && event.target.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) event.preventDefault();
+  });
   // After an htmx swap, move focus to the first element that asks for it (keyboard users).
   document.addEventListener("htmx:afterSwap", function (event) {
     var el = event.detail.target.querySelector("[data-autofocus]");
