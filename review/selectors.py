@@ -464,6 +464,52 @@ def pending_proposals(benchmark: str = "") -> QuerySet[Proposal]:
 
 
 @dataclass
+class ProposalEvidence:
+    """What an editor should see before deciding a proposal (rules 5 and 6).
+
+    `checks`: the item's citation checks, newest first (rule 5 asks for one before an
+    outcome; none is allowed but shown as missing). `citation`: for a correction that
+    names a citation, "found" (the locator is in the document's source index),
+    "not_found" (with `nearest` guesses), "not_indexed" (the document has no sections to
+    look in) or "unknown_document"; "" when the proposal names no citation.
+    """
+
+    checks: list[CitationCheck]
+    citation: str = ""
+    nearest: list[str] = field(default_factory=list)
+
+
+def proposal_evidence(proposal: Proposal) -> ProposalEvidence:
+    """Return the checks behind `proposal` and whether its proposed citation can be found."""
+    from questions.models import SourceDocument
+    from questions.selectors import section_for_locator
+    from questions.sources import nearest_locators
+
+    evidence = ProposalEvidence(checks=list(proposal.item.checks.select_related("reviewer")))
+    if proposal.action != Proposal.Action.CORRECT or not proposal.citation_doc_id:
+        return evidence
+    document = SourceDocument.objects.filter(
+        benchmark_id=proposal.item.benchmark_id, doc_id=proposal.citation_doc_id
+    ).first()
+    if document is None:
+        evidence.citation = "unknown_document"
+        return evidence
+    available = list(
+        Section.objects.filter(document=document)
+        .order_by("position", "id")
+        .values_list("locator", flat=True)
+    )
+    if not available:
+        evidence.citation = "not_indexed"
+    elif proposal.citation_locator and section_for_locator(document, proposal.citation_locator):
+        evidence.citation = "found"
+    else:
+        evidence.citation = "not_found"
+        evidence.nearest = nearest_locators(proposal.citation_locator or "", available)
+    return evidence
+
+
+@dataclass
 class EditionChange:
     question: Question
     old: KeyEntry | None

@@ -343,6 +343,7 @@ def approvals(request: HttpRequest) -> HttpResponse:
     proposals = list(selectors.pending_proposals(benchmark))
     for p in proposals:
         p.can_decide = permissions.can_approve(request.user, p)
+        p.evidence = selectors.proposal_evidence(p)
     return render(
         request,
         "review/approvals.html",

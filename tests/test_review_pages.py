@@ -238,6 +238,58 @@ def test_full_workflow_and_edition_page_shows_diff(client, reviewer, editor, edi
         assert action in history
 
 
+def _propose(client, item, **fields):
+    return client.post(
+        f"/review/items/{item.pk}/propose/",
+        {"version": item.version, "action": "correct", "answer": "150 mm", **fields},
+    )
+
+
+def test_approvals_page_shows_missing_checks_and_unknown_locators(client, reviewer, editor2, world):
+    """Rule 5: the editor sees whether the reviewer recorded a citation check and whether
+    the proposed locator is in the source index (ADA has paragraphs 1.0 ... 1.n+1)."""
+    unchecked = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    checked = ReviewItemFactory(question=world.q(2), benchmark=world.benchmark)
+    client.force_login(reviewer)
+    for item in (unchecked, checked):
+        client.post(f"/review/items/{item.pk}/claim/")
+        item.refresh_from_db()
+    _propose(
+        client,
+        unchecked,
+        citation_doc_id="ADA",
+        citation_locator="1.99",
+        reason="factually_wrong",
+    )
+    client.post(
+        f"/review/items/{checked.pk}/check/",
+        {
+            "version": checked.version,
+            "locator_exists": "yes",
+            "supports": "partly",
+            "edition_in_force": "yes",
+            "amended": "no",
+            "note": "Table moved",
+        },
+    )
+    checked.refresh_from_db()
+    _propose(
+        client, checked, citation_doc_id="ADA", citation_locator="1.3", reason="factually_wrong"
+    )
+    assert unchecked.proposals.count() == 1 and checked.proposals.count() == 1
+
+    client.force_login(editor2)
+    body = client.get("/review/approvals/").content.decode()
+    first, second = body.split('aria-labelledby="p-')[1:3]
+    assert "No citation check is recorded on this item" in first
+    assert "The proposed citation ADA 1.99 is not in the document's source index." in first
+    assert "Nearest locators: 1.7, 1.6" in first  # the fixture's last paragraphs
+    assert "No citation check is recorded" not in second
+    assert "Citation check by reviewer on " in second
+    assert "supports the key: partly" in second and "note: Table moved" in second
+    assert "The proposed locator ADA 1.3 is in the source index." in second
+
+
 def test_log_page_filters(client, admin, reviewer, world):
     item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
     services.review_item_claim(item=item, user=reviewer)
