@@ -433,17 +433,43 @@ def item_detail(item_id: int) -> ReviewItem:
     )
 
 
+# One action logs two entries: the check or proposal itself and the item it changed. The
+# item's entry (with the item's status after it) tells the story; its twin is left out.
+_TWINS = {
+    "citation_check.record": ("review_item.check", "check"),
+    "proposal.create": (
+        "review_item.propose",
+        "proposal",
+    ),
+}
+
+
 def item_history(item: ReviewItem) -> list[AuditLogEntry]:
-    """Return the audit log entries about this item, its checks and proposals (oldest first)."""
+    """Return the audit log entries about this item, its checks and proposals (oldest first).
+
+    A check's or proposal's own entry is left out where the item's entry for the same
+    action names it (`_TWINS`), so the history lists each action once.
+    """
     proposal_ids = [str(p.pk) for p in item.proposals.all()]
     check_ids = [str(c.pk) for c in item.checks.all()]
-    return list(
+    entries = list(
         AuditLogEntry.objects.filter(
             Q(target_type="review_item", target_id=str(item.pk))
             | Q(target_type="proposal", target_id__in=proposal_ids)
             | Q(target_type="citation_check", target_id__in=check_ids)
         ).order_by("created_at", "id")
     )
+    told = {
+        (e.action, str((e.after or {}).get(key)))
+        for e in entries
+        for action, key in _TWINS.values()
+        if e.action == action
+    }
+    return [
+        e
+        for e in entries
+        if e.action not in _TWINS or (_TWINS[e.action][0], str(e.target_id)) not in told
+    ]
 
 
 # ------------------------------------------------------------------ approvals and editions

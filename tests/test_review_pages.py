@@ -290,6 +290,47 @@ def test_approvals_page_shows_missing_checks_and_unknown_locators(client, review
     assert "The proposed locator ADA 1.3 is in the source index." in second
 
 
+def test_history_lists_each_action_once_and_says_who_sent_the_item_back(
+    client, reviewer, editor2, world
+):
+    import re
+
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    client.force_login(reviewer)
+    client.post(f"/review/items/{item.pk}/claim/")
+    item.refresh_from_db()
+    client.post(
+        f"/review/items/{item.pk}/check/",
+        {
+            "version": item.version,
+            "locator_exists": "yes",
+            "supports": "no",
+            "edition_in_force": "yes",
+            "amended": "no",
+        },
+    )
+    item.refresh_from_db()
+    _propose(client, item, citation_doc_id="ADA", citation_locator="1.3", reason="other")
+    client.force_login(editor2)
+    proposal = item.proposals.get()
+    client.post(f"/review/proposals/{proposal.pk}/reject/", {"comment": "Cite Table 2"})
+    client.force_login(reviewer)
+    history = client.get(f"/review/items/{item.pk}/").content.decode()
+    panel = history[history.index('id="h-history"') :]
+    lines = [
+        " ".join(re.sub(r"<[^>]+>", " ", li).split())
+        for li in re.findall(r"<li>(.*?)</li>", panel[: panel.index("</ol>")], re.S)
+    ]
+    actions = [line.split(" ", 4)[-1] for line in lines]  # after "30 November 2026, 14:22"
+    assert actions == [
+        "reviewer claimed the item → claimed (reviewer)",
+        "reviewer recorded a citation check → claimed (reviewer)",
+        "reviewer sent a proposal for approval → awaiting approval (reviewer)",
+        "editor2 rejected the proposal → rejected: “Cite Table 2”",
+        "editor2 sent the item back to its reviewer after a rejection → claimed (reviewer)",
+    ], lines
+
+
 def test_log_page_filters(client, admin, reviewer, world):
     item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
     services.review_item_claim(item=item, user=reviewer)

@@ -70,7 +70,7 @@ ACTION_LABELS = {
     "review_item.reassign": "reassigned the item",
     "review_item.check": "recorded a citation check",
     "review_item.propose": "sent a proposal for approval",
-    "review_item.return": "got the item back after a rejection",
+    "review_item.return": "sent the item back to its reviewer after a rejection",
     "review_item.close": "closed the item",
     "citation_check.record": "recorded a citation check",
     "proposal.create": "proposed a change",
