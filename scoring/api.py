@@ -128,6 +128,9 @@ class GradeChangeSerializer(serializers.Serializer):
     down = serializers.IntegerField()
     same = serializers.IntegerField()
     not_comparable = serializers.IntegerField()
+    newly_counted = serializers.IntegerField()
+    no_longer_counted = serializers.IntegerField()
+    neither_counted = serializers.IntegerField()
     reason = serializers.CharField(required=False)
 
 

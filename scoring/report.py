@@ -17,6 +17,7 @@ import numpy as np
 
 from questions.models import KeyEdition, KeyEntry
 from scoring.engine import agreed_grades, compare_leaderboards, grade_changes
+from scoring.engine.robustness import GradeChange
 from scoring.models import AuditVerdict, Grade
 from scoring.selectors import (
     BoardResult,
@@ -264,8 +265,7 @@ def build_report(
             ]
         elif changed:
             doc["grade_changes"] = [
-                {"question_id": q, "up": 0, "down": 0, "same": 0, "not_comparable": 0}
-                for q in changed
+                {**GradeChange(q, 0, 0, 0, 0).to_dict(), "reason": ""} for q in changed
             ]
 
     e, j, a = edition.name, judge_names, auditor_names
@@ -599,12 +599,15 @@ def report_markdown(doc: dict[str, Any]) -> str:
         md += ["", "## Grade changes per corrected question", ""]
         if doc["grade_changes"]:
             md += [
-                "| question | reason | up | down | same | not comparable |",
-                "|---|---|---:|---:|---:|---:|",
+                "| question | reason | up | down | same | newly counted | no longer counted "
+                "| neither counted |",
+                "|---|---|---:|---:|---:|---:|---:|---:|",
             ]
             for g in doc["grade_changes"]:
                 md.append(
-                    f"| {g['question_id']} | {g.get('reason') or '–'} | {g['up']} | {g['down']} | {g['same']} | {g.get('not_comparable', 0)} |"
+                    f"| {g['question_id']} | {g.get('reason') or '–'} | {g['up']} | {g['down']} "
+                    f"| {g['same']} | {g.get('newly_counted', 0)} "
+                    f"| {g.get('no_longer_counted', 0)} | {g.get('neither_counted', 0)} |"
                 )
         else:
             md.append("No key entry differs between the two editions.")

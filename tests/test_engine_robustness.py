@@ -72,10 +72,34 @@ def test_grade_changes_count_direction_per_question():
     before = {("q1", "A"): 0, ("q1", "B"): 2, ("q1", "C"): None, ("q2", "A"): 1}
     after = {("q1", "A"): 2, ("q1", "B"): 1, ("q1", "C"): 2, ("q2", "A"): 1}
     changes = grade_changes(before, after)
+    # q1/C had no agreed grade before and has one now: newly counted.
+    zero = {"no_longer_counted": 0, "neither_counted": 0}
     assert [c.to_dict() for c in changes] == [
-        {"question_id": "q1", "up": 1, "down": 1, "same": 0, "not_comparable": 1},
-        {"question_id": "q2", "up": 0, "down": 0, "same": 1, "not_comparable": 0},
+        {"question_id": "q1", "up": 1, "down": 1, "same": 0, "not_comparable": 1}
+        | {"newly_counted": 1}
+        | zero,
+        {"question_id": "q2", "up": 0, "down": 0, "same": 1, "not_comparable": 0}
+        | {"newly_counted": 0}
+        | zero,
     ]
+
+
+def test_grade_changes_split_what_is_not_comparable():
+    """Before (j1, j2 agreed grade) -> after: A 1 -> none (no longer counted), B none -> 2
+    (newly counted), C none -> none (neither), D missing before -> 0 (newly counted)."""
+    before = {("q", "A"): 1, ("q", "B"): None, ("q", "C"): float("nan")}
+    after = {("q", "A"): None, ("q", "B"): 2, ("q", "C"): None, ("q", "D"): 0}
+    (change,) = grade_changes(before, after)
+    assert change.to_dict() == {
+        "question_id": "q",
+        "up": 0,
+        "down": 0,
+        "same": 0,
+        "not_comparable": 4,
+        "newly_counted": 2,
+        "no_longer_counted": 1,
+        "neither_counted": 1,
+    }
 
 
 def test_grade_changes_accept_frames_tables_and_a_question_list():

@@ -69,6 +69,9 @@ def test_report_corrected_against_original_hand_checked(tiny):
             "down": 0,
             "same": 1,
             "not_comparable": 0,
+            "newly_counted": 0,
+            "no_longer_counted": 0,
+            "neither_counted": 0,
             "reason": "factually_wrong",
         }
     ]

@@ -26,7 +26,8 @@ seed=0, confidence=0.95) -> Leaderboard``
     top3_unchanged, bottom5_unchanged, Kendall's tau, band changes [10].
 
 ``grade_changes(before, after, *, question_ids=None) -> list[GradeChange]``
-    Per corrected question: up / down / same / not_comparable [11].
+    Per corrected question: up / down / same / not_comparable (newly, no longer,
+    neither counted) [11].
     ``agreed_grades(table)`` gives the {(question_id, model_id): grade|None}
     input.
 

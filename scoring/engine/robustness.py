@@ -200,7 +200,10 @@ class GradeChange:
 
     ``up``/``down``/``same``: responses with an agreed grade both before and
     after, whose grade rose / fell / stayed.  ``not_comparable``: responses
-    without an agreed grade on one side (disagreement, null, not yet graded).
+    without an agreed grade on one side (disagreement, null, not yet graded), split
+    into ``newly_counted`` (no agreed grade before, one now: a correction can turn a
+    disagreement into agreement, which rule 11 wants seen), ``no_longer_counted``
+    (the reverse) and ``neither_counted``; the three add up to ``not_comparable``.
     """
 
     question_id: Hashable
@@ -208,6 +211,12 @@ class GradeChange:
     down: int
     same: int
     not_comparable: int
+    newly_counted: int = 0
+    no_longer_counted: int = 0
+
+    @property
+    def neither_counted(self) -> int:
+        return self.not_comparable - self.newly_counted - self.no_longer_counted
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -216,6 +225,9 @@ class GradeChange:
             "down": self.down,
             "same": self.same,
             "not_comparable": self.not_comparable,
+            "newly_counted": self.newly_counted,
+            "no_longer_counted": self.no_longer_counted,
+            "neither_counted": self.neither_counted,
         }
 
 
@@ -243,14 +255,18 @@ def grade_changes(
     b = _grade_map(before)
     a = _grade_map(after)
     wanted = None if question_ids is None else set(question_ids)
-    counts: dict[Hashable, list[int]] = {q: [0, 0, 0, 0] for q in (question_ids or [])}
+    counts: dict[Hashable, list[int]] = {q: [0] * 6 for q in (question_ids or [])}
     for (q, m), g_after in a.items():
         if wanted is not None and q not in wanted:
             continue
-        row = counts.setdefault(q, [0, 0, 0, 0])
+        row = counts.setdefault(q, [0] * 6)
         g_before = b.get((q, m))
         if _missing(g_before) or _missing(g_after):
             row[3] += 1
+            if not _missing(g_after):
+                row[4] += 1  # newly counted
+            elif not _missing(g_before):
+                row[5] += 1  # no longer counted
         elif g_after > g_before:  # type: ignore[operator]
             row[0] += 1
         elif g_after < g_before:  # type: ignore[operator]
