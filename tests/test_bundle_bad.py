@@ -252,3 +252,21 @@ def test_a_grade_scale_of_fewer_than_two_grades_is_refused(good_folder, scale):
     assert code == 1
     assert "manifest.json:1: grade_scale: must be a list of at least two distinct integers" in err
     assert db_counts()["Benchmark"] == 0
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_a_key_edition_without_any_correction_is_refused(good_folder):
+    """Review never publishes an empty edition; an import must not make one either."""
+    assert not (good_folder / "corrections.jsonl").exists()
+    manifest = json.loads((good_folder / "manifest.json").read_text())
+    manifest["editions"] = [{"name": "corrected-1"}, {"name": "corrected-2"}]
+    (good_folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    code, _, err = run_import(good_folder)
+    assert code == 1
+    for name in ("corrected-1", "corrected-2"):
+        assert (
+            f"manifest.json:1: editions: key edition '{name}' has no correction or removal "
+            "in corrections.jsonl" in err
+        )
+    assert db_counts()["Benchmark"] == 0

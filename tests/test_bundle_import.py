@@ -278,3 +278,30 @@ def test_demo_bundle_imports_cleanly_and_twice_is_a_no_op():
     before = db_counts()
     code, out, _ = run("import_bundle", str(DEMO))
     assert code == 0 and "already imported" in out and db_counts() == before
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_differs_message_shows_where_two_long_texts_differ(small, tmp_path):
+    """Two long texts with the same beginning were both cut to that beginning, so the
+    message showed two equal values; it now shows the text around the first difference."""
+    import_bundle(small)
+    changed = tmp_path / "changed"
+    shutil.copytree(small, changed)
+    p = changed / "responses.jsonl"
+    lines = p.read_text(encoding="utf-8").splitlines(True)
+    row = json.loads(lines[0])
+    stored = row["text"] = "Answer: more than one storey above ground level, " + "x" * 80 + " end."
+    lines[0] = json.dumps(row, ensure_ascii=False) + "\n"
+    from questions.models import Response
+
+    Response.objects.filter(
+        question__question_id=row["question_id"], model__model_id=row["model_id"]
+    ).update(text=stored.replace("one storey", "two storeys"))
+    p.write_text("".join(lines), encoding="utf-8")
+    code, _, err = run("import_bundle", str(changed))
+    assert code == 1
+    line = next(x for x in err.splitlines() if x.startswith("responses.jsonl:1: text:"))
+    assert "(stored 'Answer: more than two storeys above ground level'..." in line
+    assert "(from character 19)" in line
+    assert "bundle 'Answer: more than one storey above ground level,'..." in line

@@ -21,6 +21,7 @@ batched `bulk_create`; no query per row (a 36,036-grade bundle imports in second
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,6 +128,26 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _differing(old: Any, new: Any) -> tuple[str, str]:
+    """Return short forms of two differing values that show where they differ.
+
+    Long strings that share a beginning are cut around their first differing character
+    (with its position), so the two forms never look the same.
+    """
+    if not (isinstance(old, str) and isinstance(new, str)):
+        return _short(old), _short(new)
+    if len(repr(old)) <= 60 and len(repr(new)) <= 60:
+        return repr(old), repr(new)
+    i = len(os.path.commonprefix([old, new]))
+    start = max(0, i - 20)
+
+    def cut(s: str) -> str:
+        part = s[start : i + 30]
+        return ("..." if start else "") + repr(part) + ("..." if i + 30 < len(s) else "")
+
+    return f"{cut(old)} (from character {i + 1})", cut(new)
+
+
 class _Importer:
     def __init__(self, data: BundleData, problems: Problems, show: bool, user: Any) -> None:
         self.d, self.p, self.show, self.user = data, problems, show, user
@@ -171,8 +192,9 @@ class _Importer:
                     file,
                     line,
                     name,
-                    f"differs from the stored value (stored "
-                    f"{_short(old)}, bundle {_short(new)}); {hint}",
+                    "differs from the stored value (stored {}, bundle {}); {}".format(
+                        *_differing(old, new), hint
+                    ),
                 )
                 return False
         return True

@@ -340,6 +340,7 @@ def read_bundle(
         _responses(source, p, b, show_progress)
     if source.exists("corrections.jsonl"):
         _corrections(source, p, b)
+    _empty_editions(p, b)
     if source.exists("grades.jsonl"):
         _grades(source, p, b, show_progress)
     if source.exists("audits.jsonl"):
@@ -644,6 +645,22 @@ def _corrections(source: BundleSource, p: Problems, b: BundleData) -> None:
             note=note or "",
             line=row.line,
         )
+
+
+def _empty_editions(p: Problems, b: BundleData) -> None:
+    """A key edition after the original holds at least one correction or removal (review
+    refuses to publish an empty one); one named in the manifest with none is an error.
+    Skipped when corrections.jsonl had errors: its rejected rows may be the edition's."""
+    if any(item.startswith("corrections.jsonl:") for item in p.items):
+        return
+    for name, edition in b.editions.items():
+        if not edition["entries"]:
+            p.add(
+                "manifest.json",
+                1,
+                "editions",
+                f"key edition {name!r} has no correction or removal in corrections.jsonl",
+            )
 
 
 def _edition_name(row: Row, b: BundleData) -> str | None:
