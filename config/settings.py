@@ -6,6 +6,7 @@ folder and, with no REDIS_URL, Celery tasks run eagerly in the web process.
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -133,7 +134,9 @@ MEDIA_ROOT = env.path("SNAGLIST_MEDIA_ROOT", default=BASE_DIR / "media")
 
 # --- Redis, Celery, cache -------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+# memory://localhost/: the in-process broker of the eager default (a bare memory:// makes
+# kombu log "No hostname was supplied" on every run).
+CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -230,4 +233,5 @@ LOGGING = {
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 # Without collectstatic, STATIC_ROOT does not exist; the finders serve static/ anyway.
-warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+# (Matched on the message: WhiteNoise attributes the warning to Django's request handler.)
+warnings.filterwarnings("ignore", message=f"No directory at: {re.escape(str(STATIC_ROOT))}")
