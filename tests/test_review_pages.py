@@ -338,6 +338,10 @@ def test_log_page_filters(client, admin, reviewer, world):
     client.force_login(admin)
     body = client.get("/log/?action=review_item.release").content.decode()
     assert "1 entry" in body and "review_item.release" in body
+    # What changed, in one line per field; the whole record folds away.
+    assert "<li><code>status</code>: claimed → open</li>" in body
+    assert "<li><code>claimed_by</code>: reviewer → —</li>" in body
+    assert "<summary>Whole record</summary>" in body
     assert "2 entries" in client.get("/log/?actor=reviewer&date_from=2000-01-01").content.decode()
     assert "0 entries" in client.get("/log/?actor=nobody&date_to=not-a-date").content.decode()
 

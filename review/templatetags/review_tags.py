@@ -60,6 +60,30 @@ def source_label(value: str) -> str:
         return value
 
 
+def _brief(value, limit: int = 60) -> str:
+    if value is None:
+        return "—"
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@register.filter
+def log_changes(entry) -> list[tuple[str, str, str]]:
+    """Return [(field, before, after)] for the top-level fields an audit-log entry changed.
+
+    A field present on one side only counts as changed (created: before "—"). Values are
+    shortened to 60 characters; the page shows the whole record on request.
+    """
+    before = entry.before if isinstance(entry.before, dict) else {}
+    after = entry.after if isinstance(entry.after, dict) else {}
+    keys = list(after) + [k for k in before if k not in after]
+    return [
+        (k, _brief(before.get(k)), _brief(after.get(k)))
+        for k in keys
+        if before.get(k) != after.get(k)
+    ]
+
+
 # What each audit-log action means to a person reading an item's history.
 ACTION_LABELS = {
     "review_item.create": "put the item in the queue",
