@@ -73,6 +73,28 @@ def domain_error(exc: DomainError) -> CommandError:
 def write_json(command: BaseCommand, document: Any) -> None:
     """Write one JSON document (UTF-8, no NaN) to the command's stdout."""
     command.stdout.write(json.dumps(document, ensure_ascii=False, allow_nan=False, indent=2))
+    command._json_written = True
+
+
+class JsonCommand(BaseCommand):
+    """A command whose `--format json` prints one JSON document on failure too.
+
+    When handle() raises CommandError (bad input, exit 1; usage, exit 2) before writing
+    its document, stdout gets {"ok": false, "error": message, "exit_code": n} and the
+    message still goes to stderr, so a tool reading stdout always gets one document
+    (cli.md). Errors that argparse reports before handle() runs print usage only.
+    """
+
+    _json_written = False
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        self._json_written = False
+        try:
+            return super().execute(*args, **options)
+        except CommandError as exc:
+            if options.get("format") == "json" and not self._json_written:
+                write_json(self, {"ok": False, "error": str(exc), "exit_code": exc.returncode})
+            raise
 
 
 def wants_progress(options: dict[str, Any]) -> bool:

@@ -303,6 +303,26 @@ def test_negative_seed_is_a_usage_error(tiny):
         run("leaderboard", "--seed", "-1")
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("leaderboard", "--edition", "nope"),
+        ("agreement", "--edition", "nope"),
+        ("report", "--edition", "nope"),
+        ("rescore", "--edition", "nope"),
+    ],
+)
+def test_format_json_failure_still_prints_one_json_document(tiny, command):
+    """cli.md: --format json prints exactly one JSON document on stdout, failures too."""
+    out = io.StringIO()
+    with pytest.raises(CommandError) as exc:
+        call_command(*command, "--format", "json", stdout=out, stderr=io.StringIO())
+    assert exc.value.returncode == 1
+    doc = json.loads(out.getvalue())
+    assert doc == {"ok": False, "error": str(exc.value), "exit_code": 1}
+    assert "'nope'" in doc["error"]
+
+
 def test_unknown_benchmark_exits_1(tiny):
     with pytest.raises(CommandError) as exc:
         run("leaderboard", "--benchmark", "nope")

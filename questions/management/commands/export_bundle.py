@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
 from questions.bundles import export_bundle
 from questions.cli import (
+    JsonCommand,
     add_benchmark_argument,
     add_format_argument,
     bad_input,
@@ -18,7 +17,7 @@ from questions.cli import (
 from questions.errors import DomainError
 
 
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = (
         "Write a bundle (a folder, or a .zip when PATH ends in .zip) with the original key "
         "and the published editions up to --edition (default: the latest published)."

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
 from questions.bundles import BundleError, import_bundle
-from questions.cli import add_format_argument, bad_input, wants_progress, write_json
+from questions.cli import JsonCommand, add_format_argument, bad_input, wants_progress, write_json
 
 
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = (
         "Import a bundle folder or .zip (../shared/spec/bundle-format.md). Prints counts; "
         "on any problem prints every one as FILE:LINE: FIELD: message on stderr, writes "

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from questions import sources
 from questions.cli import (
+    JsonCommand,
     add_benchmark_argument,
     add_format_argument,
     bad_input,
@@ -34,7 +34,7 @@ def _read_text(path: Path) -> str:
         ) from exc
 
 
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = (
         "Index source document text files into located passages (paragraphs, tables, "
         "diagrams). Creates the SourceDocument when it is new (metadata guessed from the "

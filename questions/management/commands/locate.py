@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
 from questions import sources
 from questions.cli import (
+    JsonCommand,
     add_benchmark_argument,
     add_format_argument,
     bad_input,
@@ -18,7 +17,7 @@ from questions.models import Section, SourceDocument
 from questions.selectors import section_for_locator
 
 
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = "Print the passage at LOCATOR of DOC_ID; exit 1 with the nearest locators if absent."
 
     def add_arguments(self, parser: Any) -> None:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
-
 from questions.cli import (
+    JsonCommand,
     add_benchmark_argument,
     add_format_argument,
     domain_error,
@@ -14,7 +13,7 @@ from questions.cli import (
 from questions.errors import DomainError
 
 
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = "Apply the audit rules and the detectors to a key edition; fill the review queue."
 
     def add_arguments(self, parser):

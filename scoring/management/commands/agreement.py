@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
-
 from questions.cli import (
+    JsonCommand,
     add_benchmark_argument,
     add_format_argument,
     domain_error,
@@ -17,7 +16,7 @@ from scoring.report import agreement_table
 from scoring.selectors import board_for_edition
 
 
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = (
         "Print raw agreement, Cohen's kappa (unweighted and quadratic), Krippendorff's "
         "alpha (ordinal) and the confusion matrix for every pair of judges."

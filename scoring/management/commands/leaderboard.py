@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
-
 from questions.cli import (
+    JsonCommand,
     add_benchmark_argument,
     add_format_argument,
     bad_input,
@@ -42,7 +41,7 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = (
         "Print the leaderboard of a key edition: score (percent) per model with a 95% "
         "interval, counted / excluded on disagreement / unparsed responses, rank and band."

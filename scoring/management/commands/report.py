@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
-
 from questions.cli import (
+    JsonCommand,
     add_benchmark_argument,
     add_format_argument,
     domain_error,
@@ -16,7 +15,7 @@ from questions.selectors import get_edition
 from scoring.report import build_report, report_markdown
 
 
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = (
         "Compute every figure of the methodology write-up from stored data for a key "
         "edition; --compare adds ranking stability and per-correction grade changes."

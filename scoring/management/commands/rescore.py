@@ -16,9 +16,10 @@ import sys
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from questions.cli import (
+    JsonCommand,
     add_benchmark_argument,
     add_format_argument,
     bad_input,
@@ -32,7 +33,7 @@ from scoring import services
 from scoring.models import Judge, ScoringRun
 
 
-class RunCommand(BaseCommand):
+class RunCommand(JsonCommand):
     """Shared body of `rescore` and `audit_key`: resolve, create or resume, wait, report."""
 
     kind = ScoringRun.Kind.GRADE
