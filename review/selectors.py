@@ -490,6 +490,64 @@ def pending_proposals(benchmark: str = "") -> QuerySet[Proposal]:
 
 
 @dataclass
+class KeyRow:
+    """One question of a key edition as the key page shows it.
+
+    `entry` is the effective key entry (from this edition or the nearest ancestor that
+    has one; `entry.edition` says which). `status`: "scored", "removed" (a removal,
+    rule 5) or "excluded" (both auditors adverse on this entry, rule 4).
+    """
+
+    question: Question
+    entry: KeyEntry
+    status: str
+
+
+KEY_STATUSES = (
+    ("scored", "Scored"),
+    ("removed", "Removed by review"),
+    ("excluded", "Excluded by audit"),
+)
+
+
+def key_rows(edition: KeyEdition, *, text: str = "", status: str = "") -> list[KeyRow]:
+    """Return every question keyed in `edition` with its effective entry, in question order.
+
+    `text` filters on question id, question text, answer or citation (case-insensitive);
+    `status` on KEY_STATUSES. Four queries whatever the size.
+    """
+    from questions.models import AuditExclusion
+    from questions.selectors import key_entries_for_edition
+
+    entries = key_entries_for_edition(
+        edition, select_related=("question", "question__category", "edition", "citation_document")
+    )
+    excluded = set(
+        AuditExclusion.objects.filter(
+            key_entry_id__in=[e.pk for e in entries.values()]
+        ).values_list("key_entry_id", flat=True)
+    )
+    needle = text.strip().lower()
+    rows = []
+    for entry in sorted(entries.values(), key=lambda e: e.question.question_id):
+        state = "removed" if entry.removed else "excluded" if entry.pk in excluded else "scored"
+        if status and state != status:
+            continue
+        if needle and not any(
+            needle in (s or "").lower()
+            for s in (
+                entry.question.question_id,
+                entry.question.text,
+                entry.answer,
+                entry.citation_label(),
+            )
+        ):
+            continue
+        rows.append(KeyRow(question=entry.question, entry=entry, status=state))
+    return rows
+
+
+@dataclass
 class ProposalEvidence:
     """What an editor should see before deciding a proposal (rules 5 and 6).
 

@@ -28,6 +28,7 @@ urlpatterns = [
     path("editions/", views.editions_index, name="editions_index"),
     path("editions/<slug:benchmark>/", views.editions, name="editions"),
     path("editions/<slug:benchmark>/<slug:name>/", views.edition_detail, name="edition"),
+    path("editions/<slug:benchmark>/<slug:name>/key/", views.edition_key, name="edition_key"),
     path(
         "editions/<slug:benchmark>/<slug:name>/publish/",
         views.edition_publish,

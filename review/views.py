@@ -413,6 +413,34 @@ def editions(request: HttpRequest, benchmark: str) -> HttpResponse:
 
 @require_GET
 @requires(permissions.can_view_editions)
+def edition_key(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
+    """The whole answer key of one edition: each question's effective entry and status."""
+    edition = get_object_or_404(
+        KeyEdition.objects.select_related("benchmark"), benchmark__name=benchmark, name=name
+    )
+    text = request.GET.get("q", "")
+    status = request.GET.get("status", "")
+    if status not in dict(selectors.KEY_STATUSES):
+        status = ""
+    rows = selectors.key_rows(edition, text=text, status=status)
+    page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "review/edition_key.html",
+        {
+            "edition": edition,
+            "benchmark": edition.benchmark,
+            "page": page,
+            "text": text,
+            "status": status,
+            "statuses": selectors.KEY_STATUSES,
+            "query": _query_without_page(request),
+        },
+    )
+
+
+@require_GET
+@requires(permissions.can_view_editions)
 def edition_detail(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
     edition = get_object_or_404(
         KeyEdition.objects.select_related("benchmark", "parent", "published_by"),

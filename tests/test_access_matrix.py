@@ -350,6 +350,7 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:editions_index": (page(302, 302, 302), NO_POST),  # one benchmark: straight to it
     "review:editions": (ANY_ROLE, NO_POST),
     "review:edition": (ANY_ROLE, NO_POST),
+    "review:edition_key": (ANY_ROLE, NO_POST),
     "review:edition_publish": (NO_GET, EDITORS),
     "review:log": (page(403, 403, 200), NO_POST),
     # -- review API

@@ -127,6 +127,7 @@ def test_main_pages_fit_a_phone_screen_without_sideways_scrolling(
         f"/review/items/{item.pk}/",
         "/review/approvals/",
         f"/editions/{BENCHMARK}/",
+        f"/editions/{BENCHMARK}/original/key/",
         f"/leaderboard/{BENCHMARK}/",
         f"/report/{BENCHMARK}/",
         "/runs/",

@@ -331,6 +331,45 @@ def test_history_lists_each_action_once_and_says_who_sent_the_item_back(
     ], lines
 
 
+def test_key_page_lists_every_question_with_its_entry_and_status_per_edition(
+    client, reviewer, world
+):
+    """The original key has every question; corrected-1 changes Q0001's answer and
+    removes Q0002, and the auditors exclude corrected-1's Q0001 entry only."""
+    from questions import services as question_services
+    from questions.models import AuditExclusion, KeyEdition
+
+    original = KeyEdition.objects.get(benchmark=world.benchmark, name="original")
+    corrected = question_services.key_edition_create(
+        benchmark=world.benchmark, name="corrected-1", parent=original
+    )
+    fixed = question_services.key_entry_create(
+        edition=corrected, question=world.q(1), answer="150 mm", reason="factually_wrong"
+    )
+    question_services.key_entry_create(
+        edition=corrected, question=world.q(2), removed=True, reason="ungradeable"
+    )
+    question_services.key_edition_publish(edition=corrected, user=None)
+    AuditExclusion.objects.create(key_entry=fixed, reason="auditors_agree")
+    n = world.benchmark.questions.count()
+    client.force_login(reviewer)
+
+    body = client.get("/editions/demo/original/key/").content.decode()
+    assert f"{n} questions." in body and body.count("Scored</span>") == n
+
+    body = client.get("/editions/demo/corrected-1/key/").content.decode()
+    assert f"{n} questions." in body
+    assert body.count("Scored</span>") == n - 2
+    assert body.count("Excluded by audit</span>") == 1
+    assert body.count("Removed by review</span>") == 1
+    assert "150 mm" in body and "101 mm" not in body  # Q0001's corrected answer only
+
+    only = client.get("/editions/demo/corrected-1/key/?status=excluded").content.decode()
+    assert "1 question." in only and "Q0001" in only and "Q0002" not in only
+    found = client.get("/editions/demo/corrected-1/key/?q=q0003").content.decode()
+    assert "1 question." in found and "Q0003" in found
+
+
 def test_log_page_filters(client, admin, reviewer, world):
     item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
     services.review_item_claim(item=item, user=reviewer)
