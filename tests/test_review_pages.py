@@ -75,6 +75,8 @@ def test_queue_paginates(client, reviewer):
     client.force_login(reviewer)
     body = client.get("/review/").content.decode()
     assert "Page 1 of 2" in body and "page=2" in body
+    # the queue's links swap only its results (htmx), keeping the page usable without JS
+    assert 'href="?page=2" hx-get="?page=2" hx-target="#queue-results"' in body
     assert "Page 2 of 2" in client.get("/review/?page=2").content.decode()
 
 
