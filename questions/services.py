@@ -151,9 +151,8 @@ def key_entry_exclude(*, entry: KeyEntry, reason: str) -> tuple[AuditExclusion, 
         raise DomainError("an exclusion needs a reason")
     if len(reason) > AuditExclusion._meta.get_field("reason").max_length:
         raise DomainError("the exclusion reason is too long (50 characters at most)")
-    with transaction.atomic():
-        KeyEntry.objects.select_for_update().filter(pk=entry.pk).exists()
-        return AuditExclusion.objects.get_or_create(key_entry=entry, defaults={"reason": reason})
+    # get_or_create on the one-to-one key: two at once give one row (the loser re-reads it).
+    return AuditExclusion.objects.get_or_create(key_entry=entry, defaults={"reason": reason})
 
 
 def key_entry_include(*, entry: KeyEntry) -> bool:
