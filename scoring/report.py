@@ -252,8 +252,14 @@ def build_report(
             doc["notes"] += [n for n in robust["notes"] if n not in doc["notes"]]
         changed = _changed_question_ids(data, cmp_data)
         if changed and data.table is not None:
-            before = agreed_grades(cmp_data.table) if cmp_data.table is not None else {}
-            after = agreed_grades(data.table)
+            # Scored questions only: a question excluded or removed in one edition is not
+            # counted there, so it moves in or out of scoring (newly / no longer counted).
+            before = (
+                agreed_grades(cmp_data.table, scored_only=True)
+                if cmp_data.table is not None
+                else {}
+            )
+            after = agreed_grades(data.table, scored_only=True)
             reasons = _entry_reasons(data, changed)
             doc["grade_changes"] = [
                 {

@@ -129,3 +129,47 @@ def test_report_ambiguous_benchmark_exits_2(tiny):
     with pytest.raises(CommandError) as exc:
         run("report", "--format", "json")
     assert exc.value.returncode == 2 and "tiny-two" in str(exc.value)
+
+
+def test_grade_changes_count_questions_moving_in_and_out_of_scoring(tiny):
+    """Rule 11 with exclusion by audit (rule 4), by hand on `tiny`.
+
+    corrected-2 corrects Q5, whose original entry both auditors rejected: graded mA (2,2),
+    mB (1,1) against the new entry, so against the original both responses are newly
+    counted. Then both auditors reject corrected-1's new Q2 entry: against the original,
+    Q2's two counted responses (mA 0, mB 1) are no longer counted in corrected-1.
+    """
+    from questions.models import AuditExclusion, KeyEntry
+    from questions.services import key_edition_create, key_edition_publish, key_entry_create
+    from scoring.models import Grade, Judge
+
+    bench = tiny["benchmark"]
+    second = key_edition_create(benchmark=bench, name="corrected-2", parent=tiny["corrected"])
+    q5 = key_entry_create(
+        edition=second, question=tiny["questions"]["Q5"], answer="Fixed", reason="other"
+    )
+    key_edition_publish(edition=second)
+    for judge in Judge.objects.filter(benchmark=bench, role=Judge.Role.JUDGE):
+        for response in q5.question.responses.select_related("model"):
+            grade = 2 if response.model.model_id == "mA" else 1
+            Grade.objects.create(response=response, judge=judge, key_entry=q5, grade=grade)
+
+    doc = run_json("report", "--edition", "corrected-2", "--compare", "original")
+    q5_change = next(g for g in doc["grade_changes"] if g["question_id"] == "Q5")
+    assert (q5_change["newly_counted"], q5_change["not_comparable"], q5_change["up"]) == (2, 2, 0)
+
+    q2_new = KeyEntry.objects.get(edition=tiny["corrected"], question__question_id="Q2")
+    AuditExclusion.objects.create(key_entry=q2_new, reason="auditors_agree")
+    doc = run_json("report", "--edition", "corrected-1", "--compare", "original")
+    (q2_change,) = doc["grade_changes"]
+    assert q2_change == {
+        "question_id": "Q2",
+        "up": 0,
+        "down": 0,
+        "same": 0,
+        "not_comparable": 2,
+        "newly_counted": 0,
+        "no_longer_counted": 2,
+        "neither_counted": 0,
+        "reason": "factually_wrong",
+    }

@@ -246,9 +246,10 @@ def grade_changes(
     grade per response as {(question_id, model_id): grade or None}, a
     :class:`GradeTable` (its agreed grades, see ``agreed_grades``), or a
     DataFrame with columns question_id, model_id, grade (NaN/None = no agreed
-    grade).  The responses compared are those in ``after``; questions are
-    ``question_ids`` if given (each listed, even with zero responses), else
-    every question in ``after``, sorted by id.
+    grade).  The responses compared are those in either map (one missing from a
+    map is not counted there: an edition that excludes or removes its question
+    leaves it out); questions are ``question_ids`` if given (each listed, even
+    with zero responses), else every question in either map, sorted by id.
 
     Raises ValueError for a DataFrame without the needed columns.
     """
@@ -256,11 +257,11 @@ def grade_changes(
     a = _grade_map(after)
     wanted = None if question_ids is None else set(question_ids)
     counts: dict[Hashable, list[int]] = {q: [0] * 6 for q in (question_ids or [])}
-    for (q, m), g_after in a.items():
+    for q, m in list(a) + [key for key in b if key not in a]:
         if wanted is not None and q not in wanted:
             continue
         row = counts.setdefault(q, [0] * 6)
-        g_before = b.get((q, m))
+        g_before, g_after = b.get((q, m)), a.get((q, m))
         if _missing(g_before) or _missing(g_after):
             row[3] += 1
             if not _missing(g_after):
