@@ -819,6 +819,34 @@ def key_entry_exclude(
     return True
 
 
+def log_exclusions(*, key_entry_ids: list[int], reason: str, user=None, **_: Any) -> None:
+    """Log exclusions made outside triage (the bundle import's rule 4), one entry each.
+
+    Receiver of questions.signals.audit_exclusions_created; runs in the sender's
+    transaction, so the log and the exclusions commit or roll back together.
+    """
+    for entry in KeyEntry.objects.filter(pk__in=key_entry_ids).select_related(
+        "question__benchmark", "edition"
+    ):
+        question = entry.question
+        audit_log(
+            actor=user,
+            action="question.exclude",
+            target_type="question",
+            target_id=question.pk,
+            target_label=f"{question.benchmark.name}/{question.question_id}",
+            benchmark_name=question.benchmark.name,
+            before={"excluded": False, "key_entry_edition": entry.edition.name},
+            after={
+                "excluded": True,
+                "excluded_reason": reason,
+                "key_entry_edition": entry.edition.name,
+                "edition": entry.edition.name,
+                "source": "bundle import (both auditors adverse in audits.jsonl)",
+            },
+        )
+
+
 def role_change_log(*, actor, target_user, before: list[str], after: list[str]) -> None:
     """Log a change of a user's roles (create_demo_users and the admin call it)."""
     if sorted(before) == sorted(after):

@@ -139,15 +139,23 @@ def test_exclusions_by_audit_survive_export_and_import(tmp_path):
     (rule 4) travel as the audits they follow from: import applies the rule, so the
     re-imported benchmark excludes the same two demo questions and scores the same."""
     from questions.models import AuditExclusion
+    from review.models import AuditLogEntry
     from scoring.selectors import board_for_edition
     from tests.conftest import DEMO_BUNDLE
 
+    import_bundle(DEMO_BUNDLE, dry_run=True)
+    assert not AuditExclusion.objects.exists() and not AuditLogEntry.objects.exists()
     import_bundle(DEMO_BUNDLE)
     demo = Benchmark.objects.get()
     excluded = sorted(
         AuditExclusion.objects.values_list("key_entry__question__question_id", flat=True)
     )
     assert len(excluded) == 2
+    # logged like triage's exclusions (review listens to questions.signals)
+    logged = AuditLogEntry.objects.filter(action="question.exclude").order_by("target_label")
+    assert [(e.target_label, e.actor_label, e.after["edition"]) for e in logged] == [
+        (f"uk-construction-demo/{q}", "system", "original") for q in excluded
+    ]
     out = tmp_path / "export"
     call_command("export_bundle", str(out), "--benchmark", demo.name, stdout=io.StringIO())
     _rename(out, "demo-copy")

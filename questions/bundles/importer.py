@@ -46,7 +46,8 @@ from questions.models import (
     SourceDocument,
 )
 from questions.selectors import key_entries_for_edition
-from scoring.audit_rule import exclude_by_audit
+from questions.signals import audit_exclusions_created
+from scoring.audit_rule import EXCLUSION_REASON, exclude_by_audit
 from scoring.models import AuditVerdict, Grade, Judge
 
 BATCH = 2000
@@ -767,7 +768,12 @@ class _Importer:
         entries = KeyEntry.objects.filter(edition__benchmark=self.bench).values_list(
             "pk", flat=True
         )
-        self.created["exclusions"] = len(exclude_by_audit(entries))
+        new = exclude_by_audit(entries)
+        self.created["exclusions"] = len(new)
+        if new:
+            audit_exclusions_created.send(
+                sender=type(self), key_entry_ids=new, reason=EXCLUSION_REASON, user=self.user
+            )
 
 
 __all__ = ["BundleError", "ImportResult", "import_bundle", "import_data"]
