@@ -270,3 +270,15 @@ def test_a_key_edition_without_any_correction_is_refused(good_folder):
             "in corrections.jsonl" in err
         )
     assert db_counts()["Benchmark"] == 0
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_a_nul_character_anywhere_in_the_manifest_is_refused(good_folder):
+    manifest = json.loads((good_folder / "manifest.json").read_text())
+    manifest["editions"] = [{"name": "corrected-1", "note": "x\u0000y"}]
+    (good_folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    code, _, err = run_import(good_folder)
+    assert code == 1
+    assert "manifest.json:1: editions[0].note: contains a NUL character (U+0000)" in err
+    assert db_counts()["Benchmark"] == 0

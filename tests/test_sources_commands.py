@@ -55,6 +55,7 @@ def test_locate_reports_not_found_with_the_nearest_locators(bench):
     assert code == 1
     doc = json.loads(out)
     assert doc["found"] is False and len(doc["nearest"]) == 5
+    assert (doc["ok"], doc["error"], doc["exit_code"]) == (False, "not found", 1)
     code, _, err = run("locate", "ADZ", "1.1")
     assert code == 1 and "not found: no document 'ADZ'" in err
 

@@ -349,6 +349,26 @@ def read_bundle(
     return b
 
 
+def _nul_path(value: Any, path: str = "") -> str | None:
+    """Return the path (`editions[0].note`) of the first string or key holding U+0000."""
+    if isinstance(value, str):
+        return (path or "value") if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            here = f"{path}.{key}" if path else str(key)
+            if "\x00" in str(key):
+                return here
+            found = _nul_path(item, here)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _nul_path(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
 def _manifest(source: BundleSource, p: Problems, b: BundleData) -> None:
     name = "manifest.json"
     if not source.exists(name):
@@ -365,6 +385,11 @@ def _manifest(source: BundleSource, p: Problems, b: BundleData) -> None:
         return
     if not isinstance(manifest, dict):
         p.add(name, 1, "json", f"must be a JSON object, not {_type_name(manifest)}")
+        return
+    where = _nul_path(manifest)
+    if where is not None:
+        # The manifest is stored whole (PostgreSQL jsonb cannot hold U+0000 either).
+        p.add(name, 1, where, "contains a NUL character (U+0000)")
         return
     row = Row(p, name, 1, manifest)
     bench = row.text("name", empty=False, max_length=100)

@@ -31,11 +31,20 @@ class Command(JsonCommand):
         except BundleError as exc:
             for line in exc.problems:
                 self.stderr.write(line)
-            if as_json:
-                write_json(self, {"ok": False, "errors": exc.problems})
-            raise bad_input(
+            error = bad_input(
                 f"bundle refused ({len(exc.problems)} problem lines); nothing was imported"
-            ) from exc
+            )
+            if as_json:
+                write_json(
+                    self,
+                    {
+                        "ok": False,
+                        "error": str(error),
+                        "exit_code": error.returncode,
+                        "errors": exc.problems,
+                    },
+                )
+            raise error from exc
         for warning in result.warnings:
             self.stderr.write(warning)
         if as_json:

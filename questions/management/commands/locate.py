@@ -39,10 +39,12 @@ class Command(JsonCommand):
                 write_json(
                     self,
                     {
+                        "ok": False,
                         "found": False,
                         "doc_id": doc_id,
                         "locator": locator,
                         "error": "unknown document",
+                        "exit_code": 1,
                         "documents": known,
                     },
                 )
@@ -63,7 +65,16 @@ class Command(JsonCommand):
             nearest = sources.nearest_locators(locator, available, n=5)
             if as_json:
                 write_json(
-                    self, {"found": False, "doc_id": doc_id, "locator": locator, "nearest": nearest}
+                    self,
+                    {
+                        "ok": False,
+                        "found": False,
+                        "doc_id": doc_id,
+                        "locator": locator,
+                        "error": "not found",
+                        "exit_code": 1,
+                        "nearest": nearest,
+                    },
                 )
             raise bad_input(
                 f"not found: {doc_id} {locator!r}; nearest locators: "
