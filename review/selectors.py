@@ -563,34 +563,64 @@ class ProposalEvidence:
     nearest: list[str] = field(default_factory=list)
 
 
-def proposal_evidence(proposal: Proposal) -> ProposalEvidence:
-    """Return the checks behind `proposal` and whether its proposed citation can be found."""
-    from questions.models import SourceDocument
-    from questions.selectors import section_for_locator
-    from questions.sources import nearest_locators
+def proposals_evidence(proposals: list[Proposal]) -> dict[int, ProposalEvidence]:
+    """Return {proposal pk: ProposalEvidence} for a page of proposals in four queries.
 
-    evidence = ProposalEvidence(checks=list(proposal.item.checks.select_related("reviewer")))
-    if proposal.action != Proposal.Action.CORRECT or not proposal.citation_doc_id:
-        return evidence
-    document = SourceDocument.objects.filter(
-        benchmark_id=proposal.item.benchmark_id, doc_id=proposal.citation_doc_id
-    ).first()
-    if document is None:
-        evidence.citation = "unknown_document"
-        return evidence
-    available = list(
-        Section.objects.filter(document=document)
-        .order_by("position", "id")
-        .values_list("locator", flat=True)
-    )
-    if not available:
-        evidence.citation = "not_indexed"
-    elif proposal.citation_locator and section_for_locator(document, proposal.citation_locator):
-        evidence.citation = "found"
-    else:
-        evidence.citation = "not_found"
-        evidence.nearest = nearest_locators(proposal.citation_locator or "", available)
-    return evidence
+    Checks of the proposals' items (newest first), the source documents their citations
+    name, and those documents' locators; a locator is found when it equals one of them or
+    has the same normalised form (questions.sources.normalise_locator).
+    """
+    from questions.models import SourceDocument
+    from questions.sources import nearest_locators, normalise_locator
+
+    def norm(locator: str) -> str | None:
+        try:
+            return normalise_locator(locator)
+        except ValueError:
+            return None
+
+    checks: dict[int, list[CitationCheck]] = defaultdict(list)
+    for check in CitationCheck.objects.filter(
+        item_id__in={p.item_id for p in proposals}
+    ).select_related("reviewer"):
+        checks[check.item_id].append(check)  # Meta ordering: newest first per item
+    cited = [p for p in proposals if p.action == Proposal.Action.CORRECT and p.citation_doc_id]
+    documents = {
+        (d.benchmark_id, d.doc_id): d
+        for d in SourceDocument.objects.filter(
+            benchmark_id__in={p.item.benchmark_id for p in cited},
+            doc_id__in={p.citation_doc_id for p in cited},
+        )
+    }
+    locators: dict[int, list[str]] = defaultdict(list)
+    for doc_id, locator in (
+        Section.objects.filter(document_id__in=[d.pk for d in documents.values()])
+        .order_by("document_id", "position", "id")
+        .values_list("document_id", "locator")
+    ):
+        locators[doc_id].append(locator)
+    out = {}
+    for proposal in proposals:
+        evidence = ProposalEvidence(checks=checks.get(proposal.item_id, []))
+        out[proposal.pk] = evidence
+        if proposal not in cited:
+            continue
+        document = documents.get((proposal.item.benchmark_id, proposal.citation_doc_id))
+        if document is None:
+            evidence.citation = "unknown_document"
+            continue
+        available = locators.get(document.pk, [])
+        wanted = proposal.citation_locator or ""
+        if not available:
+            evidence.citation = "not_indexed"
+        elif wanted and (
+            wanted in available or (norm(wanted) or "") in {norm(x) for x in available}
+        ):
+            evidence.citation = "found"
+        else:
+            evidence.citation = "not_found"
+            evidence.nearest = nearest_locators(wanted, available)
+    return out
 
 
 @dataclass

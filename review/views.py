@@ -341,9 +341,10 @@ def approvals(request: HttpRequest) -> HttpResponse:
     """List pending proposals with old vs new answer and citation."""
     benchmark = request.GET.get("benchmark", "")
     proposals = list(selectors.pending_proposals(benchmark))
+    evidence = selectors.proposals_evidence(proposals)
     for p in proposals:
         p.can_decide = permissions.can_approve(request.user, p)
-        p.evidence = selectors.proposal_evidence(p)
+        p.evidence = evidence[p.pk]
     return render(
         request,
         "review/approvals.html",

@@ -372,6 +372,31 @@ def test_key_page_lists_every_question_with_its_entry_and_status_per_edition(
     assert "1 question." in found and "Q0003" in found
 
 
+def test_approvals_page_query_count_does_not_grow_with_proposals(client, reviewer, editor2, world):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def propose(i):
+        item = ReviewItemFactory(question=world.q(i), benchmark=world.benchmark)
+        client.force_login(reviewer)
+        client.post(f"/review/items/{item.pk}/claim/")
+        item.refresh_from_db()
+        _propose(client, item, citation_doc_id="ADA", citation_locator=f"1.{i}", reason="other")
+        assert item.proposals.count() == 1
+
+    def queries():
+        client.force_login(editor2)
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get("/review/approvals/").status_code == 200
+        return len(ctx.captured_queries)
+
+    propose(1)
+    one = queries()
+    for i in (2, 3, 4):
+        propose(i)
+    assert queries() == one
+
+
 def test_log_page_filters(client, admin, reviewer, world):
     item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
     services.review_item_claim(item=item, user=reviewer)
