@@ -251,8 +251,9 @@ class AuditExclusion(models.Model):
     Per key entry, not per question: it applies to every key edition whose effective entry
     for the question is this one (the edition that has the entry and the descendants that
     inherit it), and to no other. A corrected entry is not excluded by its predecessor's
-    audit, and auditing a corrected edition never changes the original edition's figures
-    (rule 8: the original edition's scores stay available). Not a key row: triage adds it
+    audit, and auditing a corrected edition changes the original edition's figures only
+    through an entry the two share (one the corrected edition inherits unchanged: the
+    verdict is about that entry, whichever edition's triage found it). Not a key row: triage adds it
     after publication, and the triggers that keep published key rows immutable do not
     cover it. `reason` is a short code (triage writes `auditors_agree`).
     """
