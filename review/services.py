@@ -796,27 +796,11 @@ def key_entry_exclude(
     and in no other (questions.models.AuditExclusion). Logged against the question, with the
     entry's edition, so the question's history shows it.
     """
-    question = entry.question
     with transaction.atomic():
         _, created = question_services.key_entry_exclude(entry=entry, reason=reason)
-        if not created:
-            return False
-        audit_log(
-            actor=user,
-            action="question.exclude",
-            target_type="question",
-            target_id=question.pk,
-            target_label=f"{question.benchmark.name}/{question.question_id}",
-            benchmark_name=question.benchmark.name,
-            before={"excluded": False, "key_entry_edition": entry.edition.name},
-            after={
-                "excluded": True,
-                "excluded_reason": reason,
-                "key_entry_edition": entry.edition.name,
-                **(detail or {}),
-            },
-        )
-    return True
+        if created:
+            _log_exclusion(entry, reason, user, detail or {})
+    return created
 
 
 def log_exclusions(*, key_entry_ids: list[int], reason: str, user=None, **_: Any) -> None:
@@ -828,23 +812,30 @@ def log_exclusions(*, key_entry_ids: list[int], reason: str, user=None, **_: Any
     for entry in KeyEntry.objects.filter(pk__in=key_entry_ids).select_related(
         "question__benchmark", "edition"
     ):
-        question = entry.question
-        audit_log(
-            actor=user,
-            action="question.exclude",
-            target_type="question",
-            target_id=question.pk,
-            target_label=f"{question.benchmark.name}/{question.question_id}",
-            benchmark_name=question.benchmark.name,
-            before={"excluded": False, "key_entry_edition": entry.edition.name},
-            after={
-                "excluded": True,
-                "excluded_reason": reason,
-                "key_entry_edition": entry.edition.name,
-                "edition": entry.edition.name,
-                "source": "bundle import (both auditors adverse in audits.jsonl)",
-            },
-        )
+        detail = {
+            "edition": entry.edition.name,
+            "source": "bundle import (both auditors adverse in audits.jsonl)",
+        }
+        _log_exclusion(entry, reason, user, detail)
+
+
+def _log_exclusion(entry: KeyEntry, reason: str, user, detail: dict) -> None:
+    question = entry.question
+    audit_log(
+        actor=user,
+        action="question.exclude",
+        target_type="question",
+        target_id=question.pk,
+        target_label=f"{question.benchmark.name}/{question.question_id}",
+        benchmark_name=question.benchmark.name,
+        before={"excluded": False, "key_entry_edition": entry.edition.name},
+        after={
+            "excluded": True,
+            "excluded_reason": reason,
+            "key_entry_edition": entry.edition.name,
+            **detail,
+        },
+    )
 
 
 def role_change_log(*, actor, target_user, before: list[str], after: list[str]) -> None:
