@@ -109,6 +109,8 @@ def test_review_page_shows_everything_needed_to_decide(client, reviewer, db):
     assert "Key cites a withdrawn clause" in body
     assert "4 of 5 models graded 0 by both judges" in body
     assert body.count('class="against"') == 4
+    # each piece of evidence says which key edition's triage found it
+    assert '<span class="muted">key edition original, ' in body
     assert 'id="shortcut-help"' in body and 'data-key="c"' in body
     # Claimed: the forms and the outcome shortcuts appear.
     item = services.review_item_claim(item=item, user=reviewer)
