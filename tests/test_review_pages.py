@@ -290,7 +290,7 @@ def test_approvals_page_shows_missing_checks_and_unknown_locators(client, review
     assert "Nearest locators: 1.7, 1.6" in first  # the fixture's last paragraphs
     assert "No citation check is recorded" not in second
     assert "Citation check by reviewer on " in second
-    assert "supports the key: partly" in second and "note: Table moved" in second
+    assert "supports the key: partly" in second and "Check note: Table moved" in second
     assert "The proposed locator ADA 1.3 is in the source index." in second
 
 
