@@ -160,6 +160,17 @@ def _require(allowed: bool, message: str) -> None:
         raise NotAllowedError(message)
 
 
+def _claim_needed(item: ReviewItem, user, doing: str) -> str:
+    """The refusal for acting on an item one does not hold: who holds it, if anyone else."""
+    holder = item.claimed_by
+    if holder is not None and holder.pk != getattr(user, "pk", None):
+        return (
+            f"{holder.get_username()} holds this item now (it was claimed or reassigned "
+            f"after you opened it), so {doing} was not saved"
+        )
+    return f"claim the item before {doing} can be saved"
+
+
 def _bump(item: ReviewItem, **fields) -> None:
     """Write `fields` and version+1 on a locked item; refresh the Python object."""
     for name, value in fields.items():
@@ -404,7 +415,9 @@ def citation_check_record(
         raise InvalidInputError(errors)
     with transaction.atomic():
         locked = _lock_item(item)
-        _require(permissions.can_check(user, locked), "claim the item before checking it")
+        _require(
+            permissions.can_check(user, locked), _claim_needed(locked, user, "the citation check")
+        )
         _check_version(locked, version)
         entry = entry_for_question(locked.question, working_edition(locked.benchmark))
         check = CitationCheck.objects.create(
@@ -497,7 +510,7 @@ def proposal_create(
         raise InvalidInputError(errors)
     with transaction.atomic():
         locked = _lock_item(item)
-        _require(permissions.can_propose(user, locked), "claim the item before proposing")
+        _require(permissions.can_propose(user, locked), _claim_needed(locked, user, "a proposal"))
         _check_version(locked, version)
         if locked.status != ReviewItem.Status.CLAIMED:
             raise InvalidTransitionError("the item already has a proposal awaiting approval")

@@ -43,6 +43,19 @@ PAGE_SIZE = 50
 
 
 def _forbidden(request: HttpRequest, message: str) -> HttpResponse:
+    """403 with the reason: a page, or for an htmx request a fragment that replaces the form
+    (static/js/review.js lets htmx swap 403), so a save refused because the item was
+    reassigned meanwhile says so instead of doing nothing."""
+    if request.htmx:
+        reload_url = request.headers.get("HX-Current-URL") or request.path
+        return _vary(
+            render(
+                request,
+                "review/_forbidden.html",
+                {"message": message, "reload_url": reload_url},
+                status=403,
+            )
+        )
     return render(
         request, "review/error.html", {"title": "Not allowed", "message": message}, status=403
     )

@@ -399,6 +399,35 @@ def test_approvals_page_query_count_does_not_grow_with_proposals(client, reviewe
     assert queries() == one
 
 
+def test_a_refused_htmx_save_says_why_in_place_of_the_form(
+    client, reviewer, editor, editor2, world
+):
+    """The item was reassigned while the reviewer had it open: the htmx save gets a 403
+    fragment that replaces the form (review.js swaps 403), not a silent failure."""
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    item = services.review_item_claim(item=item, user=reviewer)
+    services.review_item_reassign(item=item, user=editor, assignee=editor2, version=item.version)
+    client.force_login(reviewer)
+    response = client.post(
+        f"/review/items/{item.pk}/check/",
+        {
+            "version": item.version,
+            "locator_exists": "yes",
+            "supports": "yes",
+            "edition_in_force": "yes",
+            "amended": "no",
+        },
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_CURRENT_URL=f"http://testserver/review/items/{item.pk}/",
+    )
+    assert response.status_code == 403
+    body = response.content.decode()
+    assert body.startswith('<div class="conflict" role="alert" id="forbidden">')
+    assert "<strong>Not saved.</strong> editor2 holds this item now" in body
+    assert f'href="http://testserver/review/items/{item.pk}/"' in body
+    assert not item.checks.exists()
+
+
 def test_log_page_filters(client, admin, reviewer, world):
     item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
     services.review_item_claim(item=item, user=reviewer)

@@ -1,4 +1,5 @@
-// Review pages: let htmx swap 409 (conflict) and 422 (form errors) responses, and wire the
+// Review pages: let htmx swap 403 (refused: e.g. the item was reassigned meanwhile), 409
+// (conflict) and 422 (form errors) responses, and wire the
 // outcome shortcuts (a / e / r choose confirm / correction / removal and focus the form).
 (function () {
   "use strict";
@@ -7,7 +8,7 @@
       htmx.config.responseHandling = [
         { code: "204", swap: false },
         { code: "[23]..", swap: true },
-        { code: "409|422", swap: true, error: false },
+        { code: "403|409|422", swap: true, error: false },
         { code: "[45]..", swap: false, error: true },
       ];
     }
