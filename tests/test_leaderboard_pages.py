@@ -219,3 +219,13 @@ def test_api_endpoints_are_in_the_generated_schema():
         p["name"] for p in paths["/api/scoring/{benchmark}/leaderboard/"]["get"]["parameters"]
     }
     assert {"benchmark", "edition", "band_gap", "bootstrap", "seed", "banding"} <= params
+
+
+def test_not_found_pages_are_the_sites_own_and_say_what_is_missing(signed_in, tiny):
+    page = signed_in.get("/leaderboard/tiny/?edition=nope")
+    assert page.status_code == 404
+    assert [t.name for t in page.templates][:2] == ["404.html", "base.html"]
+    assert "no key edition &#x27;nope&#x27;" in page.content.decode()
+    other = signed_in.get("/no-such-page/")
+    assert other.status_code == 404
+    assert "There is no page at this address" in other.content.decode()

@@ -15,6 +15,7 @@ from questions.cli import (
     write_json,
 )
 from questions.errors import DomainError
+from questions.selectors import latest_published_edition
 
 
 class Command(JsonCommand):
@@ -48,7 +49,9 @@ class Command(JsonCommand):
                 {
                     "benchmark": benchmark.name,
                     "path": str(options["path"]),
-                    "edition": options["edition"],
+                    # the edition exported up to: the one asked for, else the latest published
+                    "edition": options["edition"]
+                    or getattr(latest_published_edition(benchmark), "name", None),
                     "files": counts,
                 },
             )

@@ -32,7 +32,8 @@ class Command(JsonCommand):
             for line in exc.problems:
                 self.stderr.write(line)
             error = bad_input(
-                f"bundle refused ({len(exc.problems)} problem lines); nothing was imported"
+                f"bundle refused ({len(exc.problems)} problem line"
+                f"{'' if len(exc.problems) == 1 else 's'}); nothing was imported"
             )
             if as_json:
                 write_json(
