@@ -174,6 +174,17 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
     n_against = sum(1 for r in rows if r.agreed == item.benchmark.grade_min)
     n_agreed = sum(1 for r in rows if r.agreed is not None)
     pending = next((p for p in item.proposals.all() if p.is_pending()), None)
+    # A rejected proposal sends the item back to its reviewer: say so at the top while the
+    # item is still open or claimed and nothing newer is pending.
+    latest = max(item.proposals.all(), key=lambda p: (p.created_at, p.pk), default=None)
+    rejected = (
+        latest
+        if latest is not None
+        and latest.status == Proposal.Status.REJECTED
+        and pending is None
+        and item.status in (ReviewItem.Status.OPEN, ReviewItem.Status.CLAIMED)
+        else None
+    )
     check_initial = {"version": item.version}
     outcome_initial = {"version": item.version}
     if entry is not None:
@@ -204,6 +215,7 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         "can_reassign": permissions.can_reassign(user)
         and item.status in (ReviewItem.Status.OPEN, ReviewItem.Status.CLAIMED),
         "pending": pending,
+        "rejected": rejected,
         "check_form": forms.get("check_form") or CitationCheckForm(initial=check_initial),
         "outcome_form": forms.get("outcome_form") or OutcomeForm(initial=outcome_initial),
         "reassign_form": ReassignForm(initial={"version": item.version}),

@@ -320,6 +320,12 @@ def test_history_lists_each_action_once_and_says_who_sent_the_item_back(
     client.post(f"/review/proposals/{proposal.pk}/reject/", {"comment": "Cite Table 2"})
     client.force_login(reviewer)
     history = client.get(f"/review/items/{item.pk}/").content.decode()
+    # the reviewer sees the rejection at the top of the page, not only in the history
+    banner = history[history.index('<div class="message message-warning" role="status">') :]
+    assert banner.split("</div>")[0].split("\n")[1].strip().startswith(
+        "<strong>Correction rejected</strong> by editor2 on "
+    )
+    assert "“Cite Table 2”." in banner.split("</div>")[0]
     panel = history[history.index('id="h-history"') :]
     lines = [
         " ".join(re.sub(r"<[^>]+>", " ", li).split())
