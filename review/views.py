@@ -481,6 +481,12 @@ def edition_detail(request: HttpRequest, benchmark: str, name: str) -> HttpRespo
             "benchmark": edition.benchmark,
             "changes": selectors.edition_changes(edition),
             "can_publish": permissions.can_publish(request.user) and not edition.is_published(),
+            # proposals still waiting: publishing now leaves them out of this edition
+            "pending_count": Proposal.objects.filter(
+                status=Proposal.Status.PENDING, item__benchmark=edition.benchmark
+            ).count()
+            if not edition.is_published()
+            else 0,
             # Admins re-score a published edition from here as well as from the runs page.
             "can_rescore": edition.is_published() and has_role(request.user, Role.ADMIN),
         },
@@ -493,7 +499,17 @@ def edition_publish(request: HttpRequest, benchmark: str, name: str) -> HttpResp
     edition = get_object_or_404(KeyEdition, benchmark__name=benchmark, name=name)
     try:
         services.key_edition_publish(edition=edition, user=request.user)
-        messages.success(request, f"Key edition {edition.name} is published.")
+        run = edition.runs.order_by("-pk").first()
+        messages.success(
+            request,
+            f"Key edition {edition.name} is published."
+            + (
+                f" Re-scoring run {run.pk} grades the responses to its corrected questions "
+                f"({run.get_status_display().lower()})."
+                if run is not None
+                else ""
+            ),
+        )
     except NotAllowedError as exc:
         return _forbidden(request, str(exc))
     except DomainError as exc:

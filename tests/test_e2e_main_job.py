@@ -203,7 +203,7 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     # Publishing is final: the browser asked first (static/js/snaglist.js, data-confirm).
     assert asked == [
         "Publish corrected-1? Its 1 change will count for scoring, and the edition can never "
-        "be changed again."
+        "be changed again. 1 proposal is still awaiting approval and will not be in it."
     ]
     shots.take(page, "corrected-1 published")
     corrected = KeyEdition.objects.get(name="corrected-1")
