@@ -671,8 +671,26 @@ def editions_for_benchmark(benchmark: Benchmark) -> list[KeyEdition]:
     )
 
 
+def log_date(value: str):
+    """Parse a log filter date: yyyy-mm-dd or the dd/mm/yyyy the page shows.
+
+    Returns a date, None for an empty value; raises ValueError for anything else."""
+    value = (value or "").strip()
+    if not value:
+        return None
+    if "/" in value:
+        day, month, year = value.split("/")
+        value = f"{int(year):04d}-{int(month):02d}-{int(day):02d}"
+    day = parse_date(value)
+    if day is None:
+        raise ValueError(value)
+    return day
+
+
 def log_entries(params) -> QuerySet[AuditLogEntry]:
-    """Return the audit log filtered by actor, action, target type/id and date range."""
+    """Return the audit log filtered by actor, action, target type/id and date range.
+
+    A date that cannot be read is ignored here; the page says so (log_date_errors)."""
     qs = AuditLogEntry.objects.all()
     if params.get("actor"):
         qs = qs.filter(actor_label=params["actor"])
@@ -687,7 +705,7 @@ def log_entries(params) -> QuerySet[AuditLogEntry]:
         ("date_to", "created_at__date__lte"),
     ):
         try:
-            day = parse_date(params.get(name) or "")
+            day = log_date(params.get(name) or "")
         except ValueError:
             day = None
         if day is not None:

@@ -527,6 +527,12 @@ def log(request: HttpRequest) -> HttpResponse:
     from review.models import AuditLogEntry
 
     page = Paginator(selectors.log_entries(request.GET), 100).get_page(request.GET.get("page"))
+    bad_dates = []
+    for name, label in (("date_from", "From"), ("date_to", "To")):
+        try:
+            selectors.log_date(request.GET.get(name, ""))
+        except ValueError:
+            bad_dates.append(f"{label} {request.GET.get(name)!r}")
     actions = list(
         AuditLogEntry.objects.order_by("action").values_list("action", flat=True).distinct()
     )
@@ -536,6 +542,7 @@ def log(request: HttpRequest) -> HttpResponse:
         {
             "page": page,
             "params": request.GET,
+            "bad_dates": bad_dates,
             "actions": actions,
             "query": _query_without_page(request),
         },

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from questions.models import Section
 from review import services
@@ -322,8 +323,11 @@ def test_history_lists_each_action_once_and_says_who_sent_the_item_back(
     history = client.get(f"/review/items/{item.pk}/").content.decode()
     # the reviewer sees the rejection at the top of the page, not only in the history
     banner = history[history.index('<div class="message message-warning" role="status">') :]
-    assert banner.split("</div>")[0].split("\n")[1].strip().startswith(
-        "<strong>Correction rejected</strong> by editor2 on "
+    assert (
+        banner.split("</div>")[0]
+        .split("\n")[1]
+        .strip()
+        .startswith("<strong>Correction rejected</strong> by editor2 on ")
     )
     assert "“Cite Table 2”." in banner.split("</div>")[0]
     panel = history[history.index('id="h-history"') :]
@@ -447,6 +451,12 @@ def test_log_page_filters(client, admin, reviewer, world):
     assert "<summary>Whole record</summary>" in body
     assert "2 entries" in client.get("/log/?actor=reviewer&date_from=2000-01-01").content.decode()
     assert "0 entries" in client.get("/log/?actor=nobody&date_to=not-a-date").content.decode()
+    # the date as the page shows it works; one that is not a date is reported, not ignored
+    today = timezone.localdate().strftime("%d/%m/%Y")
+    assert "2 entries" in client.get(f"/log/?actor=reviewer&date_from={today}").content.decode()
+    assert "0 entries" in client.get("/log/?actor=reviewer&date_from=01/01/2999").content.decode()
+    bad = client.get("/log/?date_from=2026-13-01&date_to=garbage").content.decode()
+    assert "Not a date, so not applied: From &#x27;2026-13-01&#x27;, To &#x27;garbage&#x27;." in bad
 
 
 def test_create_demo_users_prints_fresh_passwords(capsys, db):
