@@ -82,10 +82,31 @@ class JsonCommand(BaseCommand):
     When handle() raises CommandError (bad input, exit 1; usage, exit 2) before writing
     its document, stdout gets {"ok": false, "error": message, "exit_code": n} and the
     message still goes to stderr, so a tool reading stdout always gets one document
-    (cli.md). Errors that argparse reports before handle() runs print usage only.
+    (cli.md). So do the option errors argparse reports (exit 2), when the arguments ask
+    for `--format json`.
     """
 
     _json_written = False
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> Any:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parse_args, error = parser.parse_args, parser.error
+        seen: list[str] = []
+
+        def remember(args: Any = None, namespace: Any = None) -> Any:
+            seen[:] = list(args if args is not None else sys.argv[2:])
+            return parse_args(args, namespace)
+
+        def usage_error_as_json(message: str) -> Any:
+            wants_json = "--format=json" in seen or any(
+                a == "--format" and b == "json" for a, b in zip(seen, seen[1:], strict=False)
+            )
+            if wants_json and not self._json_written:
+                write_json(self, {"ok": False, "error": message, "exit_code": EXIT_USAGE})
+            return error(message)
+
+        parser.parse_args, parser.error = remember, usage_error_as_json
+        return parser
 
     def execute(self, *args: Any, **options: Any) -> Any:
         self._json_written = False
