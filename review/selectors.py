@@ -239,6 +239,10 @@ def queue_rows(values: list[dict], *, now, can_claim: bool) -> list[dict]:
                 "priority": v["priority"],
             }
         )
+    # The queue's <kbd>c</kbd> claims the top row that can be claimed, not just the top row.
+    first = next((row for row in rows if row["claimable"]), None)
+    for row in rows:
+        row["shortcut"] = row is first
     return rows
 
 

@@ -81,6 +81,17 @@ def test_queue_paginates(client, reviewer):
     assert "Page 2 of 2" in client.get("/review/?page=2").content.decode()
 
 
+def test_queue_c_shortcut_is_on_the_top_claimable_row(client, reviewer, editor2, world):
+    items = make_items(world, 3)
+    top = max(items, key=lambda i: (i.priority, -i.pk))
+    services.review_item_claim(item=top, user=editor2)
+    client.force_login(reviewer)
+    body = client.get("/review/").content.decode()
+    assert body.count('data-key="c"') == 1
+    rows = body.split("<tr>")[2:]
+    assert 'data-key="c"' not in rows[0] and 'data-key="c"' in rows[1]
+
+
 def test_next_button_claims_and_opens_the_item(client, reviewer, world):
     items = make_items(world, 3)
     client.force_login(reviewer)
