@@ -579,7 +579,8 @@ Timed from sending `scoring.run_start` to the worker closing the run (its finish
   1.34-1.40 ms per call, the machine 54-56% busy, 2.3 of 63.5 held slots in transit). The
   same code thus measured 1.05-1.06x on this machine and 1.18-1.31x on three slower ones:
   the target holds where the worker's CPU per call is near 1.4 ms, not where it is 2.3 ms or
-  more.
+  more. After that session's other changes (exclusions per key entry: one more query per
+  run), a single full run on the same machine gave 1.057x (worker 1.39 ms per call).
 - The time a held slot spends outside the server is waiting for a CPU: at 16 per judge
   instead of 32 (the machine 65% busy, not ~89%) the same code ran at 1.108x the floor with
   2.0 of 31.8 held slots in transit, against ~12.5 of 63.4 at full load.
