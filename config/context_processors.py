@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import NoReverseMatch, reverse
 
-from questions.roles import Role, user_roles
+from core.roles import Role, user_roles
 
 # (label, url name, role needed)
 NAV = [

@@ -6,7 +6,7 @@ def ensure_role_groups(sender, using="default", **kwargs) -> None:
     """Re-create the role groups after migrate or flush (the data migration runs only once)."""
     from django.contrib.auth.models import Group
 
-    from questions.roles import Role
+    from core.roles import Role
 
     for role in Role:
         Group.objects.using(using).get_or_create(name=role.value)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from core.models import AuditLogEntry
 from questions.models import KeyEdition, KeyEntry
-from review.models import AuditLogEntry, CitationCheck, Evidence, Proposal, ReviewItem
+from review.models import CitationCheck, Evidence, Proposal, ReviewItem
 
 
 class EvidenceSerializer(serializers.ModelSerializer):

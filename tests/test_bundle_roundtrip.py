@@ -14,8 +14,8 @@ import zipfile
 import pytest
 from django.core.management import call_command
 
+from interchange.bundles import import_bundle
 from questions import services
-from questions.bundles import import_bundle
 from questions.models import Benchmark, KeyEdition, Question, Response
 from questions.selectors import key_entries_for_edition
 from scoring.models import Grade, Judge
@@ -138,8 +138,8 @@ def test_exclusions_by_audit_survive_export_and_import(tmp_path):
     """bundle-format.md: an export of an import re-imports to the same data. Exclusions
     (rule 4) travel as the audits they follow from: import applies the rule, so the
     re-imported benchmark excludes the same two demo questions and scores the same."""
+    from core.models import AuditLogEntry
     from questions.models import AuditExclusion
-    from review.models import AuditLogEntry
     from scoring.selectors import board_for_edition
     from tests.conftest import DEMO_BUNDLE
 

@@ -249,7 +249,7 @@ def test_full_workflow_and_edition_page_shows_diff(client, reviewer, editor, edi
     listing = client.get("/editions/demo/").content.decode()
     assert "corrected-1" in listing and "original" in listing
     history = client.get(f"/review/items/{item.pk}/").content.decode()
-    # The history panel names each action in plain English (review_tags.ACTION_LABELS).
+    # The history panel names each action in plain English (core.actions.Action's labels).
     for action in ("claimed the item", "sent a proposal for approval", "closed the item"):
         assert action in history
 
@@ -479,7 +479,7 @@ def test_create_demo_users_prints_fresh_passwords(capsys, db):
     assert all(first[u] != second[u] for u in first)
     from django.contrib.auth.models import User
 
-    from questions.roles import Role, user_roles
+    from core.roles import Role, user_roles
 
     user = User.objects.get(username="editor2")
     assert user.check_password(second["editor2"]) and not user.check_password(first["editor2"])

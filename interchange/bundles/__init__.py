@@ -4,11 +4,11 @@ The format is ../shared/spec/bundle-format.md. Import is all or nothing: every p
 reported as `FILE:LINE: FIELD: message` (BundleError.problems) and nothing is written.
 """
 
-from questions.bundles.exporter import build_files, export_bundle
-from questions.bundles.importer import ImportResult, import_bundle, import_data
-from questions.bundles.problems import BundleError
-from questions.bundles.reader import BundleData, read_bundle
-from questions.bundles.source import open_source
+from interchange.bundles.exporter import build_files, export_bundle
+from interchange.bundles.importer import ImportResult, import_bundle, import_data
+from interchange.bundles.problems import BundleError
+from interchange.bundles.reader import BundleData, read_bundle
+from interchange.bundles.source import open_source
 
 __all__ = [
     "BundleData",

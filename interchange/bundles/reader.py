@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from questions.bundles.formula import unneutralise
-from questions.bundles.problems import Problems
-from questions.bundles.source import BundleSource, decode_lines
+from interchange.bundles.formula import unneutralise
+from interchange.bundles.problems import Problems
+from interchange.bundles.source import BundleSource, decode_lines
 from questions.cli import progress
 
 SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")
@@ -271,7 +271,7 @@ def iter_csv(
     """Yield a Row per record of a CSV file (header first); quoted fields may span lines.
 
     Cells get one leading apostrophe removed where export neutralised a formula
-    (questions.bundles.formula). Unknown columns are ignored.
+    (interchange.bundles.formula). Unknown columns are ignored.
     """
     lines = decode_lines(name, source.read_bytes(name), problems, keepends=True)
     if lines is None:

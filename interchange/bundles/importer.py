@@ -30,9 +30,9 @@ from typing import Any
 from django.db import models, transaction
 from django.utils import timezone
 
-from questions.bundles.problems import BundleError, Problems
-from questions.bundles.reader import ORIGINAL, BundleData, KeyRow, read_bundle
-from questions.bundles.source import open_source
+from interchange.bundles.problems import BundleError, Problems
+from interchange.bundles.reader import ORIGINAL, BundleData, KeyRow, read_bundle
+from interchange.bundles.source import open_source
 from questions.cli import progress
 from questions.models import (
     Benchmark,
@@ -46,8 +46,7 @@ from questions.models import (
     SourceDocument,
 )
 from questions.selectors import key_entries_for_edition
-from questions.signals import audit_exclusions_created
-from scoring.audit_rule import EXCLUSION_REASON, exclude_by_audit
+from scoring.audit_rule import exclude_by_audit
 from scoring.models import AuditVerdict, Grade, Judge
 
 BATCH = 2000
@@ -761,19 +760,19 @@ class _Importer:
 
     def _exclusions(self) -> None:
         """Rule 4 on the imported verdicts: entries both auditors find adverse are excluded
-        (scoring.audit_rule, as triage does), so the benchmark is scored as the rule says
-        from the start and an export re-imports to the same exclusions."""
+        and logged (scoring.audit_rule, as triage does), so the benchmark is scored as the
+        rule says from the start and an export re-imports to the same exclusions."""
         if self.p:  # the import fails anyway; its verdicts may be incomplete
             return
         entries = KeyEntry.objects.filter(edition__benchmark=self.bench).values_list(
             "pk", flat=True
         )
-        new = exclude_by_audit(entries)
+        new = exclude_by_audit(
+            entries,
+            user=self.user,
+            source="bundle import (both auditors adverse in audits.jsonl)",
+        )
         self.created["exclusions"] = len(new)
-        if new:
-            audit_exclusions_created.send(
-                sender=type(self), key_entry_ids=new, reason=EXCLUSION_REASON, user=self.user
-            )
 
 
 __all__ = ["BundleError", "ImportResult", "import_bundle", "import_data"]

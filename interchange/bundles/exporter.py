@@ -9,9 +9,9 @@ What is written (bundle-format.md, plus these documented extensions that import 
 - grades and audit verdicts given against any edition of that chain, with `edition` where
   their key entry is not in `original`, and `prompt_version` where it differs from the
   judge's; judges carry `backend`, `model` and `prompt_version` (never secrets);
-- `review-log.jsonl` when the review app keeps an audit log (informational: import ignores it).
+- `review-log.jsonl`: the benchmark's audit log entries (informational: import ignores it).
 
-CSV cells are formula-neutralised (questions.bundles.formula); import undoes it exactly.
+CSV cells are formula-neutralised (interchange.bundles.formula); import undoes it exactly.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from django.apps import apps
 from django.core.serializers.json import DjangoJSONEncoder
 
-from questions.bundles.formula import neutralise
-from questions.bundles.reader import ORIGINAL
+from core.models import AuditLogEntry
+from interchange.bundles.formula import neutralise
+from interchange.bundles.reader import ORIGINAL
 from questions.models import (
     Benchmark,
     Category,
@@ -68,25 +68,14 @@ def _citation(entry: KeyEntry) -> dict[str, str] | None:
 
 
 def _review_log(benchmark: Benchmark) -> bytes | None:
-    """Serialise the review app's audit log for this benchmark, if the app keeps one.
-
-    Looked up through the app registry: questions/ must not import review/ (architecture).
-    """
-    for name in ("AuditLogEntry", "AuditLog", "LogEntry"):
-        try:
-            model = apps.get_model("review", name)
-        except LookupError:
-            continue
-        fields = list(model._meta.concrete_fields)
-        names = {f.name for f in fields}
-        qs = model.objects.all()
-        if "benchmark_name" in names:
-            qs = qs.filter(benchmark_name=benchmark.name)
-        elif "benchmark" in names:
-            qs = qs.filter(benchmark=benchmark)
-        rows = [{f.attname: getattr(obj, f.attname) for f in fields} for obj in qs.order_by("pk")]
-        return _jsonl(rows) if rows else None
-    return None
+    """Serialise the audit log entries of this benchmark (core.models.AuditLogEntry), one
+    JSON object per row with every column, in pk order; None when there are none."""
+    fields = list(AuditLogEntry._meta.concrete_fields)
+    rows = [
+        {f.attname: getattr(obj, f.attname) for f in fields}
+        for obj in AuditLogEntry.objects.filter(benchmark_name=benchmark.name).order_by("pk")
+    ]
+    return _jsonl(rows) if rows else None
 
 
 def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[str, bytes]:
