@@ -4,10 +4,11 @@ The format is ../shared/spec/bundle-format.md. Import is all or nothing: every p
 reported as `FILE:LINE: FIELD: message` (BundleError.problems) and nothing is written.
 """
 
+from interchange.bundles.data import BundleData
 from interchange.bundles.exporter import build_files, export_bundle
 from interchange.bundles.importer import ImportResult, import_bundle, import_data
 from interchange.bundles.problems import BundleError
-from interchange.bundles.reader import BundleData, read_bundle
+from interchange.bundles.reader import read_bundle
 from interchange.bundles.source import open_source
 
 __all__ = [

@@ -28,7 +28,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 
 from core.models import AuditLogEntry
 from interchange.bundles.formula import neutralise
-from interchange.bundles.reader import ORIGINAL
+from interchange.bundles.rows import ORIGINAL
 from questions.models import (
     Benchmark,
     Category,
