@@ -151,7 +151,7 @@ def test_exclusions_by_audit_survive_export_and_import(tmp_path):
         AuditExclusion.objects.values_list("key_entry__question__question_id", flat=True)
     )
     assert len(excluded) == 2
-    # logged like triage's exclusions (review listens to questions.signals)
+    # logged like triage's exclusions (scoring.audit_rule writes both, with their log)
     logged = AuditLogEntry.objects.filter(action="question.exclude").order_by("target_label")
     assert [(e.target_label, e.actor_label, e.after["edition"]) for e in logged] == [
         (f"uk-construction-demo/{q}", "system", "original") for q in excluded
