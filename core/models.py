@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from core.actions import action_label
+
 
 class AuditLogEntry(models.Model):
     """One state change: who, what, on what, before and after. Append-only.
@@ -45,3 +47,8 @@ class AuditLogEntry(models.Model):
         return (
             f"{self.created_at:%d/%m/%Y %H:%M} {self.actor_label} {self.action} {self.target_label}"
         )
+
+    @property
+    def action_label(self) -> str:
+        """The plain-English phrase for `action` (core.actions.Action's label)."""
+        return action_label(self.action)

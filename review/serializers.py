@@ -207,12 +207,15 @@ class KeyEditionDetailSerializer(KeyEditionSerializer):
 
 
 class AuditLogEntrySerializer(serializers.ModelSerializer):
+    action_label = serializers.CharField(read_only=True, help_text="core.actions.Action label.")
+
     class Meta:
         model = AuditLogEntry
         fields = [
             "id",
             "actor_label",
             "action",
+            "action_label",
             "target_type",
             "target_id",
             "target_label",

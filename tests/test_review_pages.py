@@ -456,6 +456,9 @@ def test_log_page_filters(client, admin, reviewer, world):
     client.force_login(admin)
     body = client.get("/log/?action=review_item.release").content.decode()
     assert "1 entry" in body and "review_item.release" in body
+    # the action's label from core.actions, beside the stored name
+    assert '<td>released the item <span class="muted">review_item.release</span></td>' in body
+    assert '<option value="review_item.release" selected>released the item</option>' in body
     # What changed, in one line per field; the whole record folds away.
     assert "<li><code>status</code>: claimed → open</li>" in body
     assert "<li><code>claimed_by</code>: reviewer → —</li>" in body
