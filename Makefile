@@ -39,6 +39,7 @@ test: check-services
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) db.sqlite3 staticfiles test-artifacts

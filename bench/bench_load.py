@@ -117,7 +117,8 @@ def create_users(n: int) -> dict:
 CHECK_CODE = """
 import json
 from collections import Counter
-from review.models import ReviewItem, AuditLogEntry, Proposal
+from core.models import AuditLogEntry
+from review.models import ReviewItem, Proposal
 claimed = {}
 for pk, user in ReviewItem.objects.filter(status="claimed").values_list("pk", "claimed_by__username"):
     claimed.setdefault(user, []).append(pk)

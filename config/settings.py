@@ -41,9 +41,11 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "axes",
+    "core",
     "questions",
     "scoring",
     "review",
+    "interchange",
 ]
 
 MIDDLEWARE = [

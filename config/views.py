@@ -5,18 +5,15 @@ from __future__ import annotations
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 
 from questions.models import Benchmark
 from questions.selectors import latest_published_edition
 from scoring.selectors import effective_entries
 
 
-def _link(label: str, name: str, **kwargs) -> dict | None:
-    try:
-        return {"label": label, "url": reverse(name, kwargs=kwargs or None)}
-    except NoReverseMatch:
-        return None
+def _link(label: str, name: str, **kwargs) -> dict:
+    return {"label": label, "url": reverse(name, kwargs=kwargs or None)}
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -43,17 +40,12 @@ def home(request: HttpRequest) -> HttpResponse:
             entries = effective_entries(b.scored_edition)
             b.n_scored = int((~entries.removed & ~entries.excluded).sum())
         queue = _link("Review queue", "review:queue")
-        if queue:
-            queue["url"] += f"?benchmark={b.name}"
+        queue["url"] += f"?benchmark={b.name}"
         b.links = [
-            link
-            for link in (
-                queue,
-                _link("Leaderboard", "scoring:leaderboard", benchmark=b.name),
-                _link("Methodology report", "scoring:report", benchmark=b.name),
-                _link("Key editions", "review:editions", benchmark=b.name),
-            )
-            if link
+            queue,
+            _link("Leaderboard", "scoring:leaderboard", benchmark=b.name),
+            _link("Methodology report", "scoring:report", benchmark=b.name),
+            _link("Key editions", "review:editions", benchmark=b.name),
         ]
     return render(request, "core/home.html", {"benchmarks": benchmarks})
 

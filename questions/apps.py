@@ -1,20 +1,6 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
-
-
-def ensure_role_groups(sender, using="default", **kwargs) -> None:
-    """Re-create the role groups after migrate or flush (the data migration runs only once)."""
-    from django.contrib.auth.models import Group
-
-    from questions.roles import Role
-
-    for role in Role:
-        Group.objects.using(using).get_or_create(name=role.value)
 
 
 class QuestionsConfig(AppConfig):
     name = "questions"
     verbose_name = "Benchmark and answer key"
-
-    def ready(self) -> None:
-        post_migrate.connect(ensure_role_groups, sender=self, dispatch_uid="snaglist-role-groups")

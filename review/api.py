@@ -19,6 +19,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.models import AuditLogEntry
 from questions.models import KeyEdition, KeyEntry
 from review import permissions, services
 from review.errors import (
@@ -29,7 +30,7 @@ from review.errors import (
     NotAllowedError,
     NotFoundError,
 )
-from review.models import AuditLogEntry, Evidence, Proposal, ReviewItem, Source
+from review.models import Evidence, Proposal, ReviewItem, Source
 from review.serializers import (
     AuditLogEntrySerializer,
     CitationCheckInputSerializer,

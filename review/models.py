@@ -1,4 +1,6 @@
-"""The review workflow: review items, their evidence, citation checks, proposals, audit log.
+"""The review workflow: review items, their evidence, citation checks and proposals.
+
+The audit log they write is core.models.AuditLogEntry.
 
 Methodology rules 3-7 (../shared/spec/methodology.md). Workflows live in review/services.py;
 models hold predicates only.
@@ -284,40 +286,3 @@ class Proposal(models.Model):
 
     def changes_key(self) -> bool:
         return self.action in (self.Action.CORRECT, self.Action.REMOVE)
-
-
-class AuditLogEntry(models.Model):
-    """One state change: who, what, on what, before and after. Append-only (migration 0002).
-
-    No foreign key but the actor: log rows outlive what they describe, and the database
-    refuses to update or delete them.
-    """
-
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.DO_NOTHING,
-        db_constraint=False,
-        related_name="+",
-    )
-    actor_label = models.CharField(max_length=150, help_text="Username, or 'system'.")
-    action = models.CharField(max_length=50, db_index=True)
-    target_type = models.CharField(max_length=50)
-    target_id = models.CharField(max_length=50)
-    target_label = models.CharField(max_length=300, blank=True)
-    benchmark_name = models.CharField(max_length=100, blank=True)
-    before = models.JSONField(null=True, blank=True)
-    after = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        verbose_name = "audit log entry"
-        verbose_name_plural = "audit log"
-        indexes = [models.Index(fields=["target_type", "target_id"], name="auditlog_target_idx")]
-
-    def __str__(self) -> str:
-        return (
-            f"{self.created_at:%d/%m/%Y %H:%M} {self.actor_label} {self.action} {self.target_label}"
-        )

@@ -1,12 +1,12 @@
 """Who may do what in the review workflow: the ONE place pages, API and services ask.
 
-Roles come from questions.roles (editor implies reviewer, admin implies all; inactive
+Roles come from core.roles (editor implies reviewer, admin implies all; inactive
 users hold none). Methodology "People" and rule 6 (four-eyes).
 """
 
 from __future__ import annotations
 
-from questions.roles import Role, has_role
+from core.roles import Role, has_role
 
 
 def can_view_queue(user) -> bool:

@@ -16,9 +16,10 @@ from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 
+from core.models import AuditLogEntry
 from questions.models import Benchmark, KeyEdition, KeyEntry, Question, Section
 from questions.selectors import edition_ancestry_ids, latest_published_edition
-from review.models import AuditLogEntry, CitationCheck, Evidence, Proposal, ReviewItem, Source
+from review.models import CitationCheck, Evidence, Proposal, ReviewItem, Source
 from scoring.models import AuditVerdict, Grade, Judge
 
 # ------------------------------------------------------------------ editions and entries

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from core.models import AuditLogEntry
 from questions.models import KeyEdition, KeyEntry
-from review.models import AuditLogEntry, CitationCheck, Evidence, Proposal, ReviewItem
+from review.models import CitationCheck, Evidence, Proposal, ReviewItem
 
 
 class EvidenceSerializer(serializers.ModelSerializer):
@@ -206,12 +207,15 @@ class KeyEditionDetailSerializer(KeyEditionSerializer):
 
 
 class AuditLogEntrySerializer(serializers.ModelSerializer):
+    action_label = serializers.CharField(read_only=True, help_text="core.actions.Action label.")
+
     class Meta:
         model = AuditLogEntry
         fields = [
             "id",
             "actor_label",
             "action",
+            "action_label",
             "target_type",
             "target_id",
             "target_label",

@@ -11,7 +11,6 @@ uses SELECT ... FOR UPDATE SKIP LOCKED on PostgreSQL. Edits based on a stale ite
 
 from __future__ import annotations
 
-import importlib
 import logging
 from datetime import timedelta
 from typing import Any
@@ -21,6 +20,9 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.actions import Action
+from core.models import AuditLogEntry
+from core.services import audit_log
 from questions import services as question_services
 from questions.models import Benchmark, KeyEdition, KeyEntry, Question, SourceDocument
 from questions.selectors import latest_published_edition
@@ -32,7 +34,6 @@ from review.errors import (
     NotAllowedError,
 )
 from review.models import (
-    AuditLogEntry,
     CitationCheck,
     Evidence,
     Proposal,
@@ -41,6 +42,8 @@ from review.models import (
     fingerprint_of,
 )
 from review.selectors import entry_for_question, working_edition
+from scoring import audit_rule
+from scoring import services as scoring_services
 
 logger = logging.getLogger(__name__)
 
@@ -56,35 +59,6 @@ SOURCE_TIER = {
 
 
 # ------------------------------------------------------------------ audit log
-
-
-def _label(user) -> str:
-    return user.get_username() if getattr(user, "pk", None) else "system"
-
-
-def audit_log(
-    *,
-    actor,
-    action: str,
-    target_type: str,
-    target_id: Any,
-    target_label: str = "",
-    benchmark_name: str = "",
-    before: Any = None,
-    after: Any = None,
-) -> AuditLogEntry:
-    """Append one audit log entry (call inside the transaction that makes the change)."""
-    return AuditLogEntry.objects.create(
-        actor=actor if getattr(actor, "pk", None) else None,
-        actor_label=_label(actor),
-        action=action,
-        target_type=target_type,
-        target_id=str(target_id),
-        target_label=target_label[:300],
-        benchmark_name=benchmark_name,
-        before=before,
-        after=after,
-    )
 
 
 def _item_state(item: ReviewItem) -> dict[str, Any]:
@@ -242,9 +216,9 @@ def review_item_create(
             else:
                 _bump(item, sources=sources, priority=priority, source=primary)
         if created:
-            _log_item(user, "review_item.create", item, None, source=source.value)
+            _log_item(user, Action.REVIEW_ITEM_CREATE, item, None, source=source.value)
         elif before != _item_state(item) or evidence_added:
-            _log_item(user, "review_item.add_evidence", item, before, evidence=source.value)
+            _log_item(user, Action.REVIEW_ITEM_ADD_EVIDENCE, item, before, evidence=source.value)
     return item, created, evidence_added
 
 
@@ -279,7 +253,7 @@ def review_item_claim(*, item: ReviewItem, user) -> ReviewItem:
         claimed = ReviewItem.objects.select_related("benchmark", "question", "claimed_by").get(
             pk=item.pk
         )
-        _log_item(user, "review_item.claim", claimed, before)
+        _log_item(user, Action.REVIEW_ITEM_CLAIM, claimed, before)
     return claimed
 
 
@@ -316,7 +290,7 @@ def review_item_claim_next(
             item = ReviewItem.objects.select_related("benchmark", "question", "claimed_by").get(
                 pk=item.pk
             )
-            _log_item(user, "review_item.claim", item, before, via="next")
+            _log_item(user, Action.REVIEW_ITEM_CLAIM, item, before, via="next")
             return item
     for pk in candidates.values_list("pk", flat=True)[:50]:
         try:
@@ -333,7 +307,7 @@ def review_item_renew(*, item: ReviewItem, user) -> ReviewItem:
         _require(permissions.holds_claim(user, locked), "you do not hold a claim on this item")
         before = _item_state(locked)
         _bump(locked, claim_expires_at=_claim_deadline())
-        _log_item(user, "review_item.renew", locked, before)
+        _log_item(user, Action.REVIEW_ITEM_RENEW, locked, before)
     return locked
 
 
@@ -353,7 +327,7 @@ def review_item_release(*, item: ReviewItem, user, version: int | None = None) -
             claimed_at=None,
             claim_expires_at=None,
         )
-        _log_item(user, "review_item.release", locked, before)
+        _log_item(user, Action.REVIEW_ITEM_RELEASE, locked, before)
     return locked
 
 
@@ -361,11 +335,11 @@ def review_item_reassign(
     *, item: ReviewItem, user, assignee, version: int | None = None
 ) -> ReviewItem:
     """Give an open or claimed item to another reviewer (editor only); a fresh claim starts."""
-    from questions.roles import Role, has_role
+    from core.roles import Role, has_role
 
     _require(permissions.can_reassign(user), "only an editor may reassign review items")
     if not has_role(assignee, Role.REVIEWER):
-        raise InvalidInputError({"assignee": [f"{_label(assignee)} is not a reviewer"]})
+        raise InvalidInputError({"assignee": [f"{assignee.get_username()} is not a reviewer"]})
     with transaction.atomic():
         locked = _lock_item(item)
         _check_version(locked, version)
@@ -382,7 +356,7 @@ def review_item_reassign(
             claimed_at=now,
             claim_expires_at=_claim_deadline(now),
         )
-        _log_item(user, "review_item.reassign", locked, before)
+        _log_item(user, Action.REVIEW_ITEM_REASSIGN, locked, before)
     return locked
 
 
@@ -445,7 +419,7 @@ def citation_check_record(
         }
         audit_log(
             actor=user,
-            action="citation_check.record",
+            action=Action.CITATION_CHECK_RECORD,
             target_type="citation_check",
             target_id=check.pk,
             target_label=f"{locked.benchmark.name}/{locked.question.question_id}",
@@ -453,7 +427,7 @@ def citation_check_record(
             before=None,
             after=after,
         )
-        _log_item(user, "review_item.check", locked, before, check=check.pk)
+        _log_item(user, Action.REVIEW_ITEM_CHECK, locked, before, check=check.pk)
     return check
 
 
@@ -556,8 +530,8 @@ def proposal_create(
         )
         before = _item_state(locked)
         _bump(locked, status=ReviewItem.Status.PROPOSED, claim_expires_at=None)
-        _log_proposal(user, "proposal.create", proposal, locked, before=None)
-        _log_item(user, "review_item.propose", locked, before, proposal=proposal.pk)
+        _log_proposal(user, Action.PROPOSAL_CREATE, proposal, locked, before=None)
+        _log_item(user, Action.REVIEW_ITEM_PROPOSE, locked, before, proposal=proposal.pk)
     return proposal
 
 
@@ -588,7 +562,7 @@ def draft_edition_get_or_create(*, benchmark: Benchmark, user=None) -> KeyEditio
     )
     audit_log(
         actor=user,
-        action="key_edition.create",
+        action=Action.KEY_EDITION_CREATE,
         target_type="key_edition",
         target_id=draft.pk,
         target_label=f"{benchmark.name}/{draft.name}",
@@ -683,8 +657,8 @@ def proposal_approve(*, proposal: Proposal, user, comment: str = "") -> Proposal
         }[locked.action]
         item_before = _item_state(item)
         _bump(item, status=outcome, claim_expires_at=None, closed_at=timezone.now())
-        _log_proposal(user, "proposal.approve", locked, item, before=before)
-        _log_item(user, "review_item.close", item, item_before, proposal=locked.pk)
+        _log_proposal(user, Action.PROPOSAL_APPROVE, locked, item, before=before)
+        _log_item(user, Action.REVIEW_ITEM_CLOSE, item, item_before, proposal=locked.pk)
     return locked
 
 
@@ -710,8 +684,8 @@ def proposal_reject(*, proposal: Proposal, user, comment: str) -> Proposal:
             claimed_at=now,
             claim_expires_at=_claim_deadline(now),
         )
-        _log_proposal(user, "proposal.reject", locked, item, before=before)
-        _log_item(user, "review_item.return", item, item_before, proposal=locked.pk)
+        _log_proposal(user, Action.PROPOSAL_REJECT, locked, item, before=before)
+        _log_item(user, Action.REVIEW_ITEM_RETURN, item, item_before, proposal=locked.pk)
     return locked
 
 
@@ -728,31 +702,20 @@ def proposal_withdraw(*, proposal: Proposal, user) -> Proposal:
         item = _lock_item(locked.item)
         item_before = _item_state(item)
         _bump(item, status=ReviewItem.Status.CLAIMED, claim_expires_at=_claim_deadline())
-        _log_proposal(user, "proposal.withdraw", locked, item, before=before)
-        _log_item(user, "review_item.return", item, item_before, proposal=locked.pk)
+        _log_proposal(user, Action.PROPOSAL_WITHDRAW, locked, item, before=before)
+        _log_item(user, Action.REVIEW_ITEM_RETURN, item, item_before, proposal=locked.pk)
     return locked
 
 
 # ------------------------------------------------------------------ editions and exclusions
 
 
-def _rescore_hook():
-    """Return scoring.services.rescore_after_publish if that engineer's code provides it."""
-    try:
-        module = importlib.import_module("scoring.services")
-    except ModuleNotFoundError as exc:
-        if exc.name != "scoring.services":
-            raise
-        return None
-    return getattr(module, "rescore_after_publish", None)
-
-
 def key_edition_publish(*, edition: KeyEdition, user) -> KeyEdition:
     """Publish a draft key edition (editor); it is then immutable (rule 7).
 
     Records the affected questions (its corrections and removals) in the audit log and,
-    after commit, asks scoring to re-grade their responses (rule 8) when
-    `scoring.services.rescore_after_publish(edition_id)` exists.
+    after commit, asks scoring to re-grade their responses (rule 8) through
+    `scoring.services.rescore_after_publish(edition_id)`.
     """
     _require(permissions.can_publish(user), "only an editor may publish a key edition")
     with transaction.atomic():
@@ -772,14 +735,13 @@ def key_edition_publish(*, edition: KeyEdition, user) -> KeyEdition:
             status=Proposal.Status.PENDING, item__benchmark=locked.benchmark
         ).count()
         published = question_services.key_edition_publish(edition=locked, user=user)
-        hook = _rescore_hook()
         affected = {
             "corrected": [e.question.question_id for e in entries if not e.removed],
             "removed": [e.question.question_id for e in entries if e.removed],
         }
         audit_log(
             actor=user,
-            action="key_edition.publish",
+            action=Action.KEY_EDITION_PUBLISH,
             target_type="key_edition",
             target_id=locked.pk,
             target_label=f"{locked.benchmark.name}/{locked.name}",
@@ -790,13 +752,13 @@ def key_edition_publish(*, edition: KeyEdition, user) -> KeyEdition:
                 "parent": locked.parent.name if locked.parent_id else None,
                 "affected": affected,
                 "affected_question_pks": [e.question_id for e in entries],
-                "rescoring_requested": hook is not None,
+                "rescoring_requested": True,
                 "pending_proposals_left": pending,
             },
         )
-        if hook is not None:
-            edition_id = locked.pk
-            transaction.on_commit(lambda: hook(edition_id))
+        edition_id = locked.pk
+        # Looked up when the callback runs, so the one name in scoring.services is called.
+        transaction.on_commit(lambda: scoring_services.rescore_after_publish(edition_id))
     return published
 
 
@@ -806,61 +768,10 @@ def key_entry_exclude(
     """Exclude a key entry from scoring (rule 4) and log it; returns False if it already was.
 
     The exclusion holds in every edition whose effective entry for the question is `entry`
-    and in no other (questions.models.AuditExclusion). Logged against the question, with the
-    entry's edition, so the question's history shows it.
+    and in no other (questions.models.AuditExclusion). Written by scoring.audit_rule's
+    one writer of exclusions, which logs it against the question, with the entry's
+    edition and `detail`, in this transaction.
     """
     with transaction.atomic():
-        _, created = question_services.key_entry_exclude(entry=entry, reason=reason)
-        if created:
-            _log_exclusion(entry, reason, user, detail or {})
-    return created
-
-
-def log_exclusions(*, key_entry_ids: list[int], reason: str, user=None, **_: Any) -> None:
-    """Log exclusions made outside triage (the bundle import's rule 4), one entry each.
-
-    Receiver of questions.signals.audit_exclusions_created; runs in the sender's
-    transaction, so the log and the exclusions commit or roll back together.
-    """
-    for entry in KeyEntry.objects.filter(pk__in=key_entry_ids).select_related(
-        "question__benchmark", "edition"
-    ):
-        detail = {
-            "edition": entry.edition.name,
-            "source": "bundle import (both auditors adverse in audits.jsonl)",
-        }
-        _log_exclusion(entry, reason, user, detail)
-
-
-def _log_exclusion(entry: KeyEntry, reason: str, user, detail: dict) -> None:
-    question = entry.question
-    audit_log(
-        actor=user,
-        action="question.exclude",
-        target_type="question",
-        target_id=question.pk,
-        target_label=f"{question.benchmark.name}/{question.question_id}",
-        benchmark_name=question.benchmark.name,
-        before={"excluded": False, "key_entry_edition": entry.edition.name},
-        after={
-            "excluded": True,
-            "excluded_reason": reason,
-            "key_entry_edition": entry.edition.name,
-            **detail,
-        },
-    )
-
-
-def role_change_log(*, actor, target_user, before: list[str], after: list[str]) -> None:
-    """Log a change of a user's roles (create_demo_users and the admin call it)."""
-    if sorted(before) == sorted(after):
-        return
-    audit_log(
-        actor=actor,
-        action="user.roles",
-        target_type="user",
-        target_id=target_user.pk,
-        target_label=target_user.get_username(),
-        before={"groups": sorted(before)},
-        after={"groups": sorted(after)},
-    )
+        new = audit_rule.exclusions_write(entries=[(entry, detail or {})], reason=reason, user=user)
+    return bool(new)

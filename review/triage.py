@@ -30,10 +30,12 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from core.actions import Action
+from core.services import audit_log
 from questions.models import AuditExclusion, Benchmark, KeyEdition, Question, Section
 from questions.selectors import key_entries_for_edition, latest_published_edition
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
-from review.services import audit_log, key_entry_exclude, review_item_create
+from review.services import key_entry_exclude, review_item_create
 from scoring.audit_rule import (
     EXCLUDE,
     EXCLUSION_REASON,
@@ -327,7 +329,7 @@ def triage_run(
         )
         audit_log(
             actor=user,
-            action="triage.run",
+            action=Action.TRIAGE_RUN,
             target_type="key_edition",
             target_id=edition.pk,
             target_label=f"{benchmark.name}/{edition.name}",

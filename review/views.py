@@ -20,8 +20,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from core.roles import Role, has_role
 from questions.models import AuditExclusion, Benchmark, KeyEdition
-from questions.roles import Role, has_role
 from review import permissions, selectors, services
 from review.errors import (
     ConflictError,
@@ -524,7 +524,7 @@ def edition_publish(request: HttpRequest, benchmark: str, name: str) -> HttpResp
 @requires(permissions.can_view_log)
 def log(request: HttpRequest) -> HttpResponse:
     """The audit log, newest first, filterable by actor, action, target and date."""
-    from review.models import AuditLogEntry
+    from core.models import AuditLogEntry
 
     page = Paginator(selectors.log_entries(request.GET), 100).get_page(request.GET.get("page"))
     bad_dates = []

@@ -8,17 +8,24 @@ verdict on the entry counts (an older prompt version's is superseded).
 
 Used by review's triage (which also queues the review items) and by the bundle import,
 so a benchmark imported with its audits is scored as rule 4 says from the start, and an
-export re-imports to the same exclusions.
+export re-imports to the same exclusions. `exclusions_write` is the one writer of
+exclusions: it writes each with its audit-log entry (core.services.audit_log) in the
+caller's transaction.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
-from questions.models import AuditExclusion
+from core.actions import Action
+from core.services import audit_log
+from questions import services as question_services
+from questions.models import AuditExclusion, KeyEntry
 from scoring.models import AuditVerdict, Judge
 
 ADVERSE = frozenset({AuditVerdict.Verdict.WRONG, AuditVerdict.Verdict.UNGRADEABLE})
@@ -63,9 +70,21 @@ def newest_verdicts(entry_ids: Iterable[int]) -> dict[int, list[tuple[str, str, 
     return dict(out)
 
 
-def exclude_by_audit(entry_ids: Iterable[int], rule: str | None = None) -> list[int]:
-    """Exclude every entry of `entry_ids` whose verdicts give EXCLUDE; return the entries
-    newly excluded (an entry already excluded keeps its first exclusion). Three queries."""
+def exclude_by_audit(
+    entry_ids: Iterable[int],
+    rule: str | None = None,
+    *,
+    user=None,
+    source: str = "",
+) -> list[int]:
+    """Exclude every entry of `entry_ids` whose verdicts give EXCLUDE and log each new
+    exclusion; return the entries newly excluded, in pk order (an entry already excluded
+    keeps its first exclusion).
+
+    `user` is the acting user (None: the system); `source` (e.g. "bundle import ...") goes
+    into each log entry's `after` with the entry's edition. Runs in the caller's
+    transaction (exclusions_write).
+    """
     verdicts = newest_verdicts(entry_ids)
     wanted = [
         e for e, vs in verdicts.items() if audit_outcome([v for _, v, _ in vs], rule) == EXCLUDE
@@ -75,8 +94,58 @@ def exclude_by_audit(entry_ids: Iterable[int], rule: str | None = None) -> list[
             "key_entry_id", flat=True
         )
     )
-    new = sorted(set(wanted) - have)
-    AuditExclusion.objects.bulk_create(
-        [AuditExclusion(key_entry_id=e, reason=EXCLUSION_REASON) for e in new]
+    todo = (
+        KeyEntry.objects.filter(pk__in=sorted(set(wanted) - have))
+        .select_related("question__benchmark", "edition")
+        .order_by("pk")
     )
+    entries = []
+    for entry in todo:
+        detail = {"edition": entry.edition.name}
+        if source:
+            detail["source"] = source
+        entries.append((entry, detail))
+    return exclusions_write(entries=entries, reason=EXCLUSION_REASON, user=user)
+
+
+def exclusions_write(
+    *,
+    entries: Iterable[tuple[KeyEntry, dict[str, Any]]],
+    reason: str,
+    user=None,
+) -> list[int]:
+    """Exclude each key entry of `entries` from scoring (rule 4) and log each new exclusion.
+
+    `entries` are (key entry, detail) pairs; `detail` (JSON-serialisable) joins the log
+    entry's `after`. Each exclusion is logged as `question.exclude` against the entry's
+    question, with the entry's edition, in the same transaction. An entry already excluded
+    keeps its first reason and is not logged again. Returns the pks newly excluded, in
+    the order given. Raises questions.errors.DomainError for an empty or over-long reason.
+    """
+    new: list[int] = []
+    with transaction.atomic():
+        for entry, detail in entries:
+            _, created = question_services.key_entry_exclude(entry=entry, reason=reason)
+            if created:
+                _log_exclusion(entry, reason, user, detail)
+                new.append(entry.pk)
     return new
+
+
+def _log_exclusion(entry: KeyEntry, reason: str, user, detail: dict[str, Any]) -> None:
+    question = entry.question
+    audit_log(
+        actor=user,
+        action=Action.QUESTION_EXCLUDE,
+        target_type="question",
+        target_id=question.pk,
+        target_label=f"{question.benchmark.name}/{question.question_id}",
+        benchmark_name=question.benchmark.name,
+        before={"excluded": False, "key_entry_edition": entry.edition.name},
+        after={
+            "excluded": True,
+            "excluded_reason": reason,
+            "key_entry_edition": entry.edition.name,
+            **detail,
+        },
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rest_framework.permissions import BasePermission
 
-from questions.roles import Role, has_role
+from core.roles import Role, has_role
 
 
 def can_manage_runs(user) -> bool:

@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from importlib import import_module
+from scoring import board_urls, runs_urls
 
 app_name = "scoring"
-urlpatterns: list = []
-
-for _module in ("scoring.board_urls", "scoring.runs_urls"):
-    try:
-        urlpatterns += import_module(_module).urlpatterns
-    except ModuleNotFoundError as exc:  # that part is not installed yet
-        if exc.name != _module:
-            raise
+urlpatterns = [*board_urls.urlpatterns, *runs_urls.urlpatterns]

@@ -11,6 +11,7 @@ import factory
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
+from core.models import AuditLogEntry
 from questions.models import (
     Benchmark,
     Category,
@@ -22,7 +23,7 @@ from questions.models import (
     Section,
     SourceDocument,
 )
-from review.models import AuditLogEntry, CitationCheck, Evidence, Proposal, ReviewItem, Source
+from review.models import CitationCheck, Evidence, Proposal, ReviewItem, Source
 from scoring.models import AuditVerdict, Grade, Judge
 
 

@@ -239,8 +239,9 @@ def post_data(route: Route, w: World) -> dict:
 
 def state() -> tuple:
     """A fingerprint of everything a request could change (compared before/after)."""
+    from core.models import AuditLogEntry
     from questions.models import AuditExclusion, KeyEdition, KeyEntry
-    from review.models import AuditLogEntry, CitationCheck, Proposal, ReviewItem
+    from review.models import CitationCheck, Proposal, ReviewItem
     from scoring.models import ScoringRun
 
     return (

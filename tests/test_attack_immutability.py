@@ -26,7 +26,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import F, ProtectedError
 from django.test import Client
 
-from questions.bundles import BundleError, import_bundle
+from interchange.bundles import BundleError, import_bundle
 from questions.models import (
     AuditExclusion,
     Benchmark,
@@ -507,7 +507,7 @@ def test_a_reimport_that_differs_from_the_published_key_is_refused(scene, tmp_pa
 
 def test_a_reimport_that_rewrites_the_corrected_edition_is_refused(scene, tmp_path):
     """Export (original + corrected), alter the corrected row, import over the live data."""
-    from questions.bundles import export_bundle
+    from interchange.bundles import export_bundle
 
     before = edition_hash()
     exported = tmp_path / "export"

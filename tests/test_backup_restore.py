@@ -130,7 +130,7 @@ def test_an_export_restores_into_an_empty_database_and_re_exports_identically(co
 
 def test_the_backup_carries_the_whole_audit_trail_of_the_correction(corrected, tmp_path):
     """The audit log is archived in the backup (review-log.jsonl), row for row."""
-    from review.models import AuditLogEntry
+    from core.models import AuditLogEntry
 
     bench, edition = corrected
     backup = tmp_path / "backup"

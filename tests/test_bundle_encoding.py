@@ -8,8 +8,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from questions.bundles import BundleError, import_bundle
-from questions.bundles.formula import neutralise, unneutralise
+from interchange.bundles import BundleError, import_bundle
+from interchange.bundles.formula import neutralise, unneutralise
 from questions.models import Category, KeyEntry, ModelUnderTest, Response
 from scoring.models import Judge
 from tests.bundle_factory import db_counts, write_bundle

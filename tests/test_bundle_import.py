@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from questions.bundles import BundleError, import_bundle
+from interchange.bundles import BundleError, import_bundle
 from questions.models import Benchmark, KeyEdition, KeyEntry, Question, Response
 from questions.selectors import get_benchmark, key_entries_for_edition, latest_published_edition
 from scoring.models import AuditVerdict, Grade, Judge

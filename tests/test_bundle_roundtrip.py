@@ -14,8 +14,8 @@ import zipfile
 import pytest
 from django.core.management import call_command
 
+from interchange.bundles import import_bundle
 from questions import services
-from questions.bundles import import_bundle
 from questions.models import Benchmark, KeyEdition, Question, Response
 from questions.selectors import key_entries_for_edition
 from scoring.models import Grade, Judge
@@ -138,8 +138,8 @@ def test_exclusions_by_audit_survive_export_and_import(tmp_path):
     """bundle-format.md: an export of an import re-imports to the same data. Exclusions
     (rule 4) travel as the audits they follow from: import applies the rule, so the
     re-imported benchmark excludes the same two demo questions and scores the same."""
+    from core.models import AuditLogEntry
     from questions.models import AuditExclusion
-    from review.models import AuditLogEntry
     from scoring.selectors import board_for_edition
     from tests.conftest import DEMO_BUNDLE
 
@@ -151,7 +151,7 @@ def test_exclusions_by_audit_survive_export_and_import(tmp_path):
         AuditExclusion.objects.values_list("key_entry__question__question_id", flat=True)
     )
     assert len(excluded) == 2
-    # logged like triage's exclusions (review listens to questions.signals)
+    # logged like triage's exclusions (scoring.audit_rule writes both, with their log)
     logged = AuditLogEntry.objects.filter(action="question.exclude").order_by("target_label")
     assert [(e.target_label, e.actor_label, e.after["edition"]) for e in logged] == [
         (f"uk-construction-demo/{q}", "system", "original") for q in excluded

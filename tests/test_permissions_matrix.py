@@ -11,9 +11,10 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
+from core.models import AuditLogEntry
 from questions.models import KeyEdition
 from review import services
-from review.models import AuditLogEntry, Proposal, ReviewItem
+from review.models import Proposal, ReviewItem
 from tests.factories import ReviewItemFactory
 from tests.review_fixtures import *  # noqa: F403
 

@@ -152,6 +152,7 @@ def test_log_endpoint_filters_and_counts(world, reviewer, admin, django_assert_m
     assert data["count"] == 1
     entry = data["results"][0]
     assert entry["actor_label"] == "reviewer" and entry["after"]["status"] == "claimed"
+    assert entry["action"] == "review_item.claim" and entry["action_label"] == "claimed the item"
 
 
 def test_schema_lists_review_endpoints(admin):

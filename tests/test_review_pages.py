@@ -249,7 +249,7 @@ def test_full_workflow_and_edition_page_shows_diff(client, reviewer, editor, edi
     listing = client.get("/editions/demo/").content.decode()
     assert "corrected-1" in listing and "original" in listing
     history = client.get(f"/review/items/{item.pk}/").content.decode()
-    # The history panel names each action in plain English (review_tags.ACTION_LABELS).
+    # The history panel names each action in plain English (core.actions.Action's labels).
     for action in ("claimed the item", "sent a proposal for approval", "closed the item"):
         assert action in history
 
@@ -456,6 +456,9 @@ def test_log_page_filters(client, admin, reviewer, world):
     client.force_login(admin)
     body = client.get("/log/?action=review_item.release").content.decode()
     assert "1 entry" in body and "review_item.release" in body
+    # the action's label from core.actions, beside the stored name
+    assert '<td>released the item <span class="muted">review_item.release</span></td>' in body
+    assert '<option value="review_item.release" selected>released the item</option>' in body
     # What changed, in one line per field; the whole record folds away.
     assert "<li><code>status</code>: claimed → open</li>" in body
     assert "<li><code>claimed_by</code>: reviewer → —</li>" in body
@@ -479,7 +482,7 @@ def test_create_demo_users_prints_fresh_passwords(capsys, db):
     assert all(first[u] != second[u] for u in first)
     from django.contrib.auth.models import User
 
-    from questions.roles import Role, user_roles
+    from core.roles import Role, user_roles
 
     user = User.objects.get(username="editor2")
     assert user.check_password(second["editor2"]) and not user.check_password(first["editor2"])

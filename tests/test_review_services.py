@@ -10,10 +10,12 @@ import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
+from core.models import AuditLogEntry
 from questions.models import KeyEdition, KeyEntry
 from review import services
 from review.errors import ConflictError, InvalidInputError, InvalidTransitionError, NotAllowedError
-from review.models import AuditLogEntry, ReviewItem
+from review.models import ReviewItem
+from scoring import services as scoring_services
 from tests.factories import ReviewItemFactory
 from tests.review_fixtures import *  # noqa: F403
 
@@ -318,7 +320,7 @@ def test_publish_requests_rescoring_after_commit(
     world, item, reviewer, editor, monkeypatch, django_capture_on_commit_callbacks
 ):
     calls = []
-    monkeypatch.setattr(services, "_rescore_hook", lambda: calls.append)
+    monkeypatch.setattr(scoring_services, "rescore_after_publish", calls.append)
     proposal = propose_correction(claimed(item, reviewer), reviewer)
     services.proposal_approve(proposal=proposal, user=editor)
     draft = KeyEdition.objects.get(status="draft")

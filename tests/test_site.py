@@ -31,7 +31,7 @@ def test_login_page_renders_a_form_in_british_english(client):
 
 
 def test_roles_come_from_groups_and_editor_implies_reviewer(db):
-    from questions.roles import Role, user_roles
+    from core.roles import Role, user_roles
 
     assert {g.name for g in Group.objects.all()} >= {"reviewer", "editor", "admin"}
     user = User.objects.create_user("ed", password="x-very-long-pass-1")

@@ -7,8 +7,9 @@ import json
 import pytest
 from django.core.management import call_command
 
+from core.models import AuditLogEntry
 from questions.models import AuditExclusion, Question, SourceDocument
-from review.models import AuditLogEntry, Evidence, ReviewItem
+from review.models import Evidence, ReviewItem
 from review.triage import triage_run
 from scoring.models import Grade
 from tests.review_fixtures import *  # noqa: F403

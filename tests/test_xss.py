@@ -358,7 +358,7 @@ def test_a_javascript_url_in_a_bundle_is_refused_or_never_linked(db, settings, t
     A `javascript:` URL must be refused at import (with file and line) or, if stored by
     another path, never rendered as a link.
     """
-    from questions.bundles import BundleError, import_bundle
+    from interchange.bundles import BundleError, import_bundle
     from questions.models import SourceDocument
 
     bundle = tmp_path / "bundle"

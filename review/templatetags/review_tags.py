@@ -6,6 +6,8 @@ import json
 
 from django import template
 
+from core import actions
+
 register = template.Library()
 
 
@@ -84,28 +86,6 @@ def log_changes(entry) -> list[tuple[str, str, str]]:
     ]
 
 
-# What each audit-log action means to a person reading an item's history.
-ACTION_LABELS = {
-    "review_item.create": "put the item in the queue",
-    "review_item.add_evidence": "added evidence",
-    "review_item.claim": "claimed the item",
-    "review_item.renew": "renewed the claim",
-    "review_item.release": "released the item",
-    "review_item.reassign": "reassigned the item",
-    "review_item.check": "recorded a citation check",
-    "review_item.propose": "sent a proposal for approval",
-    "review_item.return": "sent the item back to its reviewer after a rejection",
-    "review_item.close": "closed the item",
-    "citation_check.record": "recorded a citation check",
-    "proposal.create": "proposed a change",
-    "proposal.approve": "approved the proposal",
-    "proposal.reject": "rejected the proposal",
-    "proposal.withdraw": "withdrew the proposal",
-    "key_edition.create": "opened a draft key edition",
-    "key_edition.publish": "published the key edition",
-    "question.exclude": "excluded the question from scoring",
-    "user.roles": "changed a user's roles",
-}
 STATUS_LABELS = {
     "open": "open",
     "claimed": "claimed",
@@ -122,8 +102,10 @@ STATUS_LABELS = {
 
 @register.filter
 def action_label(action: str) -> str:
-    """Return the plain-English phrase for an audit-log action (the raw name if unknown)."""
-    return ACTION_LABELS.get(action, action)
+    """Return the plain-English phrase for an audit-log action (the raw name if unknown).
+
+    The phrases are core.actions.Action's labels."""
+    return actions.action_label(action)
 
 
 @register.filter

@@ -27,7 +27,7 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options):
-        from review.services import role_change_log
+        from core.services import role_change_log
 
         User = get_user_model()
         lines = []

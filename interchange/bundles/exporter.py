@@ -9,9 +9,9 @@ What is written (bundle-format.md, plus these documented extensions that import 
 - grades and audit verdicts given against any edition of that chain, with `edition` where
   their key entry is not in `original`, and `prompt_version` where it differs from the
   judge's; judges carry `backend`, `model` and `prompt_version` (never secrets);
-- `review-log.jsonl` when the review app keeps an audit log (informational: import ignores it).
+- `review-log.jsonl`: the benchmark's audit log entries (informational: import ignores it).
 
-CSV cells are formula-neutralised (questions.bundles.formula); import undoes it exactly.
+CSV cells are formula-neutralised (interchange.bundles.formula); import undoes it exactly.
 """
 
 from __future__ import annotations
@@ -24,14 +24,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from django.apps import apps
 from django.core.serializers.json import DjangoJSONEncoder
 
-from questions.bundles.formula import neutralise
-from questions.bundles.reader import ORIGINAL
+from core.models import AuditLogEntry
+from interchange.bundles.formula import neutralise
+from interchange.bundles.rows import ORIGINAL
 from questions.models import (
     Benchmark,
     Category,
+    KeyEdition,
     KeyEntry,
     ModelUnderTest,
     Question,
@@ -68,35 +69,49 @@ def _citation(entry: KeyEntry) -> dict[str, str] | None:
 
 
 def _review_log(benchmark: Benchmark) -> bytes | None:
-    """Serialise the review app's audit log for this benchmark, if the app keeps one.
-
-    Looked up through the app registry: questions/ must not import review/ (architecture).
-    """
-    for name in ("AuditLogEntry", "AuditLog", "LogEntry"):
-        try:
-            model = apps.get_model("review", name)
-        except LookupError:
-            continue
-        fields = list(model._meta.concrete_fields)
-        names = {f.name for f in fields}
-        qs = model.objects.all()
-        if "benchmark_name" in names:
-            qs = qs.filter(benchmark_name=benchmark.name)
-        elif "benchmark" in names:
-            qs = qs.filter(benchmark=benchmark)
-        rows = [{f.attname: getattr(obj, f.attname) for f in fields} for obj in qs.order_by("pk")]
-        return _jsonl(rows) if rows else None
-    return None
+    """Serialise the audit log entries of this benchmark (core.models.AuditLogEntry), one
+    JSON object per row with every column, in pk order; None when there are none."""
+    fields = list(AuditLogEntry._meta.concrete_fields)
+    rows = [
+        {f.attname: getattr(obj, f.attname) for f in fields}
+        for obj in AuditLogEntry.objects.filter(benchmark_name=benchmark.name).order_by("pk")
+    ]
+    return _jsonl(rows) if rows else None
 
 
 def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[str, bytes]:
-    """Return {file name: bytes} of the bundle for `benchmark` up to `edition_name`."""
+    """Return {file name: bytes} of the bundle for `benchmark` up to `edition_name`.
+
+    `edition_name` None: the latest published edition. Files in bundle-format.md's order;
+    the optional ones only when they would have rows.
+    """
     edition = get_edition(benchmark, edition_name)
     chain = [e for e in edition_chain(edition) if e.is_published()]
     original = chain[0]
     later = chain[1:]
-    files: dict[str, bytes] = {}
+    files: dict[str, bytes] = {"manifest.json": _manifest(benchmark, later)}
+    _add_sources(files, benchmark)
+    _add_questions_and_responses(files, benchmark, original)
+    judges = Judge.objects.filter(benchmark=benchmark).order_by("role", "judge_id")
+    judge_pv = {j.pk: j.prompt_version for j in judges}
+    if judges.exists():
+        files["judges.csv"] = _csv(
+            ["judge_id", "name", "vendor", "role", "backend", "model", "prompt_version"],
+            (
+                (j.judge_id, j.name, j.vendor, j.role, j.backend, j.model, j.prompt_version)
+                for j in judges
+            ),
+        )
+    if later:
+        files["corrections.jsonl"] = _corrections(later)
+    _add_verdicts(files, chain, judge_pv)
+    log = _review_log(benchmark)
+    if log is not None:
+        files["review-log.jsonl"] = log
+    return files
 
+
+def _manifest(benchmark: Benchmark, later: list[KeyEdition]) -> bytes:
     manifest = dict(benchmark.manifest or {})
     manifest.update(
         name=benchmark.name,
@@ -110,8 +125,11 @@ def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[s
     if later:
         manifest["corrected_edition"] = later[0].name
         manifest["editions"] = [{"name": e.name, "note": e.note} for e in later]
-    files["manifest.json"] = (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode()
+    return (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode()
 
+
+def _add_sources(files: dict[str, bytes], benchmark: Benchmark) -> None:
+    """Add categories.csv, documents.csv and sections.jsonl (each when it has rows)."""
     categories = Category.objects.filter(benchmark=benchmark).order_by("category_id")
     if categories.exists():
         files["categories.csv"] = _csv(
@@ -166,6 +184,11 @@ def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[s
             for s in sections
         )
 
+
+def _add_questions_and_responses(
+    files: dict[str, bytes], benchmark: Benchmark, original: KeyEdition
+) -> None:
+    """Add questions.jsonl (with the ORIGINAL key), models.csv and responses.jsonl."""
     entries = {e.question_id: e for e in KeyEntry.objects.filter(edition=original)}
     questions = (
         Question.objects.filter(benchmark=benchmark)
@@ -198,38 +221,35 @@ def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[s
         files["responses.jsonl"] = _jsonl(
             {"question_id": q, "model_id": m, "text": t} for q, m, t in responses.iterator()
         )
-    judges = Judge.objects.filter(benchmark=benchmark).order_by("role", "judge_id")
-    judge_pv = {j.pk: j.prompt_version for j in judges}
-    if judges.exists():
-        files["judges.csv"] = _csv(
-            ["judge_id", "name", "vendor", "role", "backend", "model", "prompt_version"],
-            (
-                (j.judge_id, j.name, j.vendor, j.role, j.backend, j.model, j.prompt_version)
-                for j in judges
-            ),
-        )
 
-    if later:
-        rows = []
-        for ed in later:
-            for e in (
-                KeyEntry.objects.filter(edition=ed)
-                .select_related("question")
-                .order_by("question__question_id")
-            ):
-                rows.append(
-                    {
-                        "question_id": e.question.question_id,
-                        "action": "remove" if e.removed else "correct",
-                        "answer": e.answer,
-                        "citation": _citation(e),
-                        "reason": e.reason,
-                        "note": e.note,
-                        "edition": ed.name,
-                    }
-                )
-        files["corrections.jsonl"] = _jsonl(rows)
 
+def _corrections(later: list[KeyEdition]) -> bytes:
+    """Return corrections.jsonl: every entry of the editions after original, in order."""
+    rows = []
+    for ed in later:
+        for e in (
+            KeyEntry.objects.filter(edition=ed)
+            .select_related("question")
+            .order_by("question__question_id")
+        ):
+            rows.append(
+                {
+                    "question_id": e.question.question_id,
+                    "action": "remove" if e.removed else "correct",
+                    "answer": e.answer,
+                    "citation": _citation(e),
+                    "reason": e.reason,
+                    "note": e.note,
+                    "edition": ed.name,
+                }
+            )
+    return _jsonl(rows)
+
+
+def _add_verdicts(
+    files: dict[str, bytes], chain: list[KeyEdition], judge_pv: dict[int, str]
+) -> None:
+    """Add grades.jsonl and audits.jsonl: those given against any edition of `chain`."""
     names = {e.pk: e.name for e in chain}
     grades = (
         Grade.objects.filter(key_entry__edition__in=chain)
@@ -280,10 +300,6 @@ def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[s
     )
     if audits.exists():
         files["audits.jsonl"] = _jsonl(_audit_rows(audits, names, judge_pv))
-    log = _review_log(benchmark)
-    if log is not None:
-        files["review-log.jsonl"] = log
-    return files
 
 
 def _extras(row: dict[str, Any], edition: str, pv: str, judge_pv: str) -> dict[str, Any]:

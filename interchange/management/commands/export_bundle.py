@@ -1,10 +1,10 @@
-"""Export a benchmark as a bundle folder or .zip (questions.bundles.exporter)."""
+"""Export a benchmark as a bundle folder or .zip (interchange.bundles.exporter)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from questions.bundles import export_bundle
+from interchange.bundles import export_bundle
 from questions.cli import (
     JsonCommand,
     add_benchmark_argument,

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
-from questions.bundles.problems import BundleError, Problems
+from interchange.bundles.problems import BundleError, Problems
 
 BOM = b"\xef\xbb\xbf"
 _MIB = 1024 * 1024

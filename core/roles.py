@@ -1,7 +1,8 @@
 """The three roles of methodology.md ("People") and the one place that answers "may this user?".
 
-Roles are Django groups created by migration questions/0003. An editor may also do a
-reviewer's work; an admin holds every role. Inactive users hold none.
+Roles are Django groups created by migration questions/0003 (and again after each migrate,
+by core.apps). An editor may also do a reviewer's work; an admin holds every role.
+Inactive users hold none.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Import a benchmark bundle (folder or .zip): all or nothing; see questions.bundles."""
+"""Import a benchmark bundle (folder or .zip): all or nothing; see interchange.bundles."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from questions.bundles import BundleError, import_bundle
+from interchange.bundles import BundleError, import_bundle
 from questions.cli import JsonCommand, add_format_argument, bad_input, wants_progress, write_json
 
 

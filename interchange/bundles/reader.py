@@ -7,312 +7,30 @@ Checks against what the database already holds (re-import) are the importer's.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from questions.bundles.formula import unneutralise
-from questions.bundles.problems import Problems
-from questions.bundles.source import BundleSource, decode_lines
-from questions.cli import progress
-
-SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")
-ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-ORIGINAL = "original"
-DEFAULT_CORRECTED = "corrected-1"
-DOC_STATUSES = ("current", "superseded", "withdrawn")
-ROLES = ("judge", "auditor")
-BACKENDS = ("", "reference", "openai", "anthropic")
-VERDICTS = ("correct", "wrong", "ungradeable")
-ACTIONS = ("correct", "remove")
-REASONS = ("factually_wrong", "amended_or_repealed", "superseded_edition", "ungradeable", "other")
-
-# Column lengths of the models (questions/models.py, scoring/models.py).
-MAX = {
-    "id": 100,
-    "model_id": 200,
-    "judge_id": 200,
-    "title": 500,
-    "short_title": 200,
-    "kind": 100,
-    "edition": 100,
-    "url": 1000,
-    "locator": 100,
-    "category_name": 200,
-    "model_name": 300,
-    "vendor": 100,
-    "model": 200,
-    "prompt_version": 50,
-    "stop_reason": 50,
-}
-
-
-@dataclass
-class Citation:
-    has: bool = False
-    doc_id: str = ""
-    locator: str = ""
-    quote: str = ""
-
-    def as_tuple(self) -> tuple[bool, str, str, str]:
-        return (self.has, self.doc_id, self.locator, self.quote)
-
-
-@dataclass
-class KeyRow:
-    """One key entry: an original (`questions.jsonl`) or a correction/removal."""
-
-    question_id: str
-    answer: str
-    citation: Citation
-    removed: bool = False
-    reason: str = ""
-    note: str = ""
-    line: int = 0
-
-    def as_tuple(self) -> tuple[Any, ...]:
-        return (self.answer, *self.citation.as_tuple(), self.removed, self.reason, self.note)
-
-
-@dataclass
-class BundleData:
-    name: str = ""
-    version: str = ""
-    description: str = ""
-    license: str = ""
-    grade_scale: list[int] = field(default_factory=lambda: [0, 1, 2])
-    manifest: dict[str, Any] = field(default_factory=dict)
-    corrected_edition: str = DEFAULT_CORRECTED
-    # id -> (values..., line)
-    categories: dict[str, tuple[str, int]] = field(default_factory=dict)
-    documents: dict[str, dict[str, Any]] = field(default_factory=dict)
-    sections: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    questions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    original: dict[str, KeyRow] = field(default_factory=dict)
-    models: dict[str, dict[str, Any]] = field(default_factory=dict)
-    judges: dict[str, dict[str, Any]] = field(default_factory=dict)
-    responses: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
-    # editions after original, in chain order: name -> {"note": str, "entries": {qid: KeyRow}}
-    editions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    grades: list[dict[str, Any]] = field(default_factory=list)
-    audits: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "categories": len(self.categories),
-            "documents": len(self.documents),
-            "sections": len(self.sections),
-            "questions": len(self.questions),
-            "editions": 1 + len(self.editions),
-            "key_entries": len(self.original)
-            + sum(len(e["entries"]) for e in self.editions.values()),
-            "models": len(self.models),
-            "judges": len(self.judges),
-            "responses": len(self.responses),
-            "grades": len(self.grades),
-            "audits": len(self.audits),
-        }
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {
-        bool: "boolean",
-        int: "number",
-        float: "number",
-        str: "string",
-        list: "array",
-        dict: "object",
-    }.get(type(value), type(value).__name__)
-
-
-class Row:
-    """One row being checked: typed getters that report problems with file and line."""
-
-    def __init__(
-        self, problems: Problems, file: str, line: int, data: dict[str, Any], prefix: str = ""
-    ) -> None:
-        self.problems, self.file, self.line, self.data = problems, file, line, data
-        self.prefix = prefix
-        self.ok = True
-
-    def error(self, fieldname: str, message: str) -> None:
-        self.ok = False
-        self.problems.add(self.file, self.line, self.prefix + fieldname, message)
-
-    def text(
-        self,
-        name: str,
-        *,
-        required: bool = True,
-        empty: bool = True,
-        null: bool = False,
-        max_length: int | None = None,
-        default: str = "",
-    ) -> str | None:
-        """Return a string field; None (after reporting) when it is missing or wrong."""
-        if name not in self.data:
-            if required:
-                self.error(name, "required field missing")
-                return None
-            return default
-        value = self.data[name]
-        if value is None and (null or not required):
-            return default
-        if not isinstance(value, str):
-            self.error(name, f"must be a string, not {_type_name(value)}")
-            return None
-        if not empty and not value.strip():
-            self.error(name, "must not be empty")
-            return None
-        if max_length is not None and len(value) > max_length:
-            self.error(name, f"longer than {max_length} characters")
-            return None
-        if "\x00" in value:
-            # PostgreSQL text cannot hold it; SQLite would keep it and the export then differ.
-            column = value.index("\x00") + 1
-            self.error(name, f"contains a NUL character (U+0000) at character {column}")
-            return None
-        return value
-
-    def ident(self, name: str, max_length: int = MAX["id"], required: bool = True) -> str | None:
-        return self.text(name, required=required, empty=False, max_length=max_length)
-
-    def choice(
-        self, name: str, choices: tuple[str, ...], *, required: bool = True, default: str = ""
-    ) -> str | None:
-        value = self.text(name, required=required, null=not required, default=default)
-        if value is None:
-            return None
-        if value not in choices:
-            shown = ", ".join(c or "(empty)" for c in choices)
-            self.error(name, f"{value!r} is not one of {shown}")
-            return None
-        return value
-
-    def boolean(self, name: str, default: bool = False) -> bool | None:
-        value = self.data.get(name)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            self.error(name, f"must be true or false, not {_type_name(value)}")
-            return None
-        return value
-
-
-def _reject_constant(value: str) -> Any:
-    raise ValueError(f"{value} is not valid JSON")
-
-
-def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """object_pairs_hook: a key given twice in one object is an error, not "last one wins"."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"key {key!r} appears twice in one object")
-        out[key] = value
-    return out
-
-
-def _loads(text: str) -> Any:
-    """Parse strict JSON: no NaN/Infinity, no duplicate keys, bounded nesting.
-
-    Raises ValueError with a message for the problem report (a document nested too deeply
-    for the parser's recursion limit is reported, not raised as RecursionError).
-    """
-    try:
-        return json.loads(
-            text, parse_constant=_reject_constant, object_pairs_hook=_reject_duplicate_keys
-        )
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
-def iter_jsonl(
-    source: BundleSource, name: str, problems: Problems, show_progress: bool = False
-) -> Iterator[Row]:
-    """Yield a Row per non-blank line of a JSONL file; report broken lines and go on."""
-    lines = decode_lines(name, source.read_bytes(name), problems, partial=True)
-    if lines is None:
-        return
-    for number, text in progress(
-        lines, enabled=show_progress and len(lines) > 5000, total=len(lines), desc=name
-    ):
-        if not text.strip():
-            continue
-        try:
-            value = _loads(text)
-        except ValueError as exc:
-            detail = f"{exc.msg} at column {exc.colno}" if hasattr(exc, "msg") else str(exc)
-            problems.add(name, number, "json", f"broken JSON: {detail}")
-            continue
-        if not isinstance(value, dict):
-            problems.add(
-                name, number, "json", f"each line must be a JSON object, not {_type_name(value)}"
-            )
-            continue
-        yield Row(problems, name, number, value)
-
-
-def iter_csv(
-    source: BundleSource,
-    name: str,
-    problems: Problems,
-    required: tuple[str, ...],
-    optional: tuple[str, ...] = (),
-) -> Iterator[Row]:
-    """Yield a Row per record of a CSV file (header first); quoted fields may span lines.
-
-    Cells get one leading apostrophe removed where export neutralised a formula
-    (questions.bundles.formula). Unknown columns are ignored.
-    """
-    lines = decode_lines(name, source.read_bytes(name), problems, keepends=True)
-    if lines is None:
-        return
-    text = "".join(t for _, t in lines)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    header: list[str] | None = None
-    last = 0
-    try:
-        for record in reader:
-            start, last = last + 1, reader.line_num
-            if not record or (len(record) == 1 and not record[0].strip()):
-                continue
-            if header is None:
-                header = [h.strip() for h in record]
-                seen = set()
-                for h in header:
-                    if h in seen:
-                        problems.add(name, start, h, "column appears twice in the header")
-                    seen.add(h)
-                missing = [c for c in required if c not in header]
-                for column in missing:
-                    problems.add(name, start, column, "required column missing")
-                if missing:
-                    return
-                continue
-            if len(record) != len(header):
-                problems.add(
-                    name, start, "row", f"expected {len(header)} fields, got {len(record)}"
-                )
-                continue
-            data = {
-                h: unneutralise(v)
-                for h, v in zip(header, record, strict=True)
-                if h in required or h in optional
-            }
-            yield Row(problems, name, start, data)
-    except csv.Error as exc:
-        problems.add(name, reader.line_num, "csv", f"malformed CSV: {exc}")
-    if header is None:
-        problems.add(name, 1, "header", "empty file: a header row is required")
+from interchange.bundles.data import BundleData, Citation, KeyRow
+from interchange.bundles.problems import Problems
+from interchange.bundles.rows import (
+    ACTIONS,
+    BACKENDS,
+    DOC_STATUSES,
+    ISO_DATE,
+    MAX,
+    ORIGINAL,
+    REASONS,
+    ROLES,
+    SLUG,
+    VERDICTS,
+    Row,
+    iter_csv,
+    iter_jsonl,
+    loads_strict,
+    nul_path,
+    type_name,
+)
+from interchange.bundles.source import BundleSource, decode_lines
 
 
 def read_bundle(
@@ -349,26 +67,6 @@ def read_bundle(
     return b
 
 
-def _nul_path(value: Any, path: str = "") -> str | None:
-    """Return the path (`editions[0].note`) of the first string or key holding U+0000."""
-    if isinstance(value, str):
-        return (path or "value") if "\x00" in value else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            here = f"{path}.{key}" if path else str(key)
-            if "\x00" in str(key):
-                return here
-            found = _nul_path(item, here)
-            if found is not None:
-                return found
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            found = _nul_path(item, f"{path}[{i}]")
-            if found is not None:
-                return found
-    return None
-
-
 def _manifest(source: BundleSource, p: Problems, b: BundleData) -> None:
     name = "manifest.json"
     if not source.exists(name):
@@ -378,15 +76,15 @@ def _manifest(source: BundleSource, p: Problems, b: BundleData) -> None:
     if lines is None:
         return
     try:
-        manifest = _loads("\n".join(t for _, t in lines))
+        manifest = loads_strict("\n".join(t for _, t in lines))
     except ValueError as exc:
         line = getattr(exc, "lineno", 1)
         p.add(name, line, "json", f"broken JSON: {getattr(exc, 'msg', exc)}")
         return
     if not isinstance(manifest, dict):
-        p.add(name, 1, "json", f"must be a JSON object, not {_type_name(manifest)}")
+        p.add(name, 1, "json", f"must be a JSON object, not {type_name(manifest)}")
         return
-    where = _nul_path(manifest)
+    where = nul_path(manifest)
     if where is not None:
         # The manifest is stored whole (PostgreSQL jsonb cannot hold U+0000 either).
         p.add(name, 1, where, "contains a NUL character (U+0000)")
@@ -528,7 +226,7 @@ def _citation(row: Row, b: BundleData, name: str = "citation") -> Citation | Non
     if value is None:
         return Citation()
     if not isinstance(value, dict):
-        row.error(name, f"must be an object or null, not {_type_name(value)}")
+        row.error(name, f"must be an object or null, not {type_name(value)}")
         return None
     sub = Row(row.problems, row.file, row.line, value, prefix=f"{name}.")
     doc_id = sub.text("doc_id", empty=False, max_length=MAX["id"])
@@ -730,7 +428,7 @@ def _grades(source: BundleSource, p: Problems, b: BundleData, show: bool) -> Non
             row.error("grade", "required field missing (null when unparsed)")
         grade = row.data.get("grade")
         if grade is not None and (type(grade) is not int or grade not in scale):
-            shown = grade if type(grade) in (int, float) else _type_name(grade)
+            shown = grade if type(grade) in (int, float) else type_name(grade)
             row.error("grade", f"{shown} is not on the grade scale {b.grade_scale} (or null)")
         values = {
             "rationale": row.text("rationale", required=False, null=True),

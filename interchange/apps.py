@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class InterchangeConfig(AppConfig):
+    name = "interchange"
+    verbose_name = "Bundle import and export"
