@@ -24,9 +24,11 @@ unexport DEMO_PASSWORD
 # The product alone (what `make demo` needs).
 runtime: $(RUNTIME_STAMP)
 
+# --no-compile: byte-compiling every installed module (pandas, scipy, scikit-learn ...) was
+# half of the install's time; Python compiles the modules the product imports on first use.
 $(RUNTIME_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet --no-compile -e .
 	touch $(RUNTIME_STAMP)
 
 # The product plus the dev extras (pytest, Playwright, ruff ...).
