@@ -35,7 +35,8 @@ def main() -> int:
         for problem in problems:
             print(problem, file=sys.stderr)
         print(
-            "Start them with `docker compose up -d postgres redis` (or your system's service "
+            "`make test` starts them on localhost when it may (scripts/setup-test-env); otherwise "
+            "start them with `docker compose up -d postgres redis` (or your system's service "
             "manager), or point TEST_DATABASE_URL / TEST_REDIS_URL at running servers.",
             file=sys.stderr,
         )

@@ -1,11 +1,14 @@
 """`create_demo_users`: users reviewer, editor, editor2 and admin for the demo (`make demo`).
 
 Each run sets a fresh random password per user and prints `username: password` lines on
-stdout (nothing else there). Role changes are written to the audit log.
+stdout (nothing else there). With `DEMO_PASSWORD` set in the environment (`make demo
+DEMO_PASSWORD=...`) every demo user gets that password instead, the same on every run.
+Role changes are written to the audit log.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 
 from django.contrib.auth import get_user_model
@@ -23,13 +26,15 @@ DEMO_USERS = (
 
 class Command(BaseCommand):
     help = (
-        "Create or update the demo users (reviewer, editor, editor2, admin) with fresh passwords."
+        "Create or update the demo users (reviewer, editor, editor2, admin) with fresh random "
+        "passwords, or with the password in the DEMO_PASSWORD environment variable when set."
     )
 
     def handle(self, *args, **options):
         from core.services import role_change_log
 
         User = get_user_model()
+        fixed = os.environ.get("DEMO_PASSWORD", "")
         lines = []
         with transaction.atomic():
             for username, role in DEMO_USERS:
@@ -40,7 +45,7 @@ class Command(BaseCommand):
                 user.is_active = True
                 user.is_staff = role == "admin"
                 user.is_superuser = role == "admin"
-                password = secrets.token_urlsafe(12)
+                password = fixed or secrets.token_urlsafe(12)
                 user.set_password(password)
                 user.save()
                 role_change_log(actor=None, target_user=user, before=before, after=[role])
