@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -17,15 +16,16 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date
 
 from questions.models import Benchmark, KeyEdition, KeyEntry, Question, Section
-from questions.selectors import edition_ancestry_ids, latest_published_edition
+from questions.selectors import (
+    excluded_entry_ids,
+    key_entries_for_edition,
+    latest_published_edition,
+    scored_entries,
+)
 from review.models import AuditLogEntry, CitationCheck, Evidence, Proposal, ReviewItem, Source
 from scoring.models import AuditVerdict, Grade, Judge
 
 # ------------------------------------------------------------------ editions and entries
-
-
-def draft_edition(benchmark: Benchmark) -> KeyEdition | None:
-    return KeyEdition.objects.filter(benchmark=benchmark, status=KeyEdition.Status.DRAFT).first()
 
 
 def working_edition(benchmark: Benchmark) -> KeyEdition | None:
@@ -34,17 +34,16 @@ def working_edition(benchmark: Benchmark) -> KeyEdition | None:
 
 
 def entry_for_question(question: Question, edition: KeyEdition | None) -> KeyEntry | None:
-    """Return the question's effective key entry in `edition` (nearest ancestor wins)."""
+    """Return the question's effective key entry in `edition`, or None (two queries).
+
+    `questions.selectors.key_entries_for_edition` for one question; None when `edition` is
+    None or the question is not keyed in it.
+    """
     if edition is None:
         return None
-    chain = edition_ancestry_ids(edition)
-    rank = {pk: i for i, pk in enumerate(chain)}
-    entries = list(
-        KeyEntry.objects.filter(question=question, edition_id__in=chain)
-        .select_related("citation_document", "edition")
-        .order_by()  # the nearest is picked below; default ordering only adds joins
-    )
-    return min(entries, key=lambda e: rank[e.edition_id]) if entries else None
+    return key_entries_for_edition(
+        edition, question_ids=[question.pk], select_related=("citation_document", "edition")
+    ).get(question.pk)
 
 
 # ------------------------------------------------------------------ the queue
@@ -142,59 +141,41 @@ def queue_row_values(qs: QuerySet[ReviewItem]) -> QuerySet:
 
 
 def _citation_labels_by_question(benchmark_id: int, question_ids: list[int]) -> dict[int, str]:
-    """Return {question id: citation label} of the working edition's effective entries (2 queries).
+    """Return {question id: citation label} of the working edition's effective entries.
 
-    Same result as `working_edition` + `edition_ancestry_ids` + `KeyEntry.citation_label`.
+    Same result as `working_edition` + `entry_for_question` + `KeyEntry.citation_label`,
+    read as value rows: three queries (the working edition, its tree, the entries).
     """
-    editions = list(
-        KeyEdition.objects.filter(benchmark_id=benchmark_id)
-        .order_by()  # the model's default ordering would join benchmarks for nothing
-        .values_list("id", "parent_id", "status", "published_at")
-    )
-    published = [e for e in editions if e[2] == KeyEdition.Status.PUBLISHED]
-    if not published:
+    working = latest_published_edition(benchmark_id)
+    if working is None:
         return {}
-    # order_by("-published_at", "-id").first(): PostgreSQL puts NULLs first when descending
-    working = max(published, key=lambda e: (e[3] is None, e[3] or _EPOCH, e[0]))
-    parents = {e[0]: e[1] for e in editions}
-    chain: list[int] = []
-    node: int | None = working[0]
-    while node is not None and node not in chain:
-        chain.append(node)
-        node = parents.get(node)
-    rank = {pk: i for i, pk in enumerate(chain)}
-    best: dict[int, tuple[int, str]] = {}
-    for question_id, edition_id, has_citation, document_id, title, doc_id, locator in (
-        KeyEntry.objects.filter(edition_id__in=chain, question_id__in=question_ids)
-        .order_by()  # unordered: the default ordering joins editions, benchmarks and questions
-        .values_list(
-            "question_id",
-            "edition_id",
+    entries = key_entries_for_edition(
+        working,
+        question_ids=question_ids,
+        fields=(
             "has_citation",
             "citation_document_id",
             "citation_document__short_title",
             "citation_doc_id",
             "citation_locator",
-        )
-    ):
-        cur = best.get(question_id)
-        if cur is not None and rank[edition_id] >= cur[0]:
-            continue
+        ),
+    )
+    labels = {}
+    for question_id, e in entries.items():
         label = ""
-        if has_citation:
-            doc = title if document_id is not None else doc_id
-            label = f"{doc} {locator}".strip()
-        best[question_id] = (rank[edition_id], label)
-    return {q: label for q, (_, label) in best.items()}
+        if e.has_citation:
+            doc = e.citation_document__short_title if e.citation_document_id else e.citation_doc_id
+            label = f"{doc} {e.citation_locator}".strip()
+        labels[question_id] = label
+    return labels
 
 
-_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
 _STATUS_LABELS = dict(ReviewItem.Status.choices)
 _SOURCE_LABELS = dict(Source.choices)
 
 
 def queue_rows(values: list[dict], *, now, can_claim: bool) -> list[dict]:
-    """Return one display dict per row of `queue_row_values` (two queries per benchmark shown).
+    """Return one display dict per row of `queue_row_values` (three queries per benchmark shown).
 
     Keys: id, url, claim_url, qid, text (truncated to 110 characters), sources (labels),
     citation ("—" when none), category ("—" when none), badge, status_label, claimed_by,
@@ -520,21 +501,17 @@ def key_rows(edition: KeyEdition, *, text: str = "", status: str = "") -> list[K
     `text` filters on question id, question text, answer or citation (case-insensitive);
     `status` on KEY_STATUSES. Four queries whatever the size.
     """
-    from questions.models import AuditExclusion
-    from questions.selectors import key_entries_for_edition
-
     entries = key_entries_for_edition(
         edition, select_related=("question", "question__category", "edition", "citation_document")
     )
-    excluded = set(
-        AuditExclusion.objects.filter(
-            key_entry_id__in=[e.pk for e in entries.values()]
-        ).values_list("key_entry_id", flat=True)
-    )
+    excluded = excluded_entry_ids(edition)
+    scored = scored_entries(edition, entries=entries, excluded=excluded)
     needle = text.strip().lower()
     rows = []
     for entry in sorted(entries.values(), key=lambda e: e.question.question_id):
-        state = "removed" if entry.removed else "excluded" if entry.pk in excluded else "scored"
+        state = (
+            "scored" if entry.question_id in scored else "removed" if entry.removed else "excluded"
+        )
         if status and state != status:
             continue
         if needle and not any(
@@ -647,14 +624,11 @@ def edition_changes(edition: KeyEdition) -> list[EditionChange]:
     )
     old: dict[int, KeyEntry] = {}
     if edition.parent_id and entries:
-        chain = edition_ancestry_ids(edition.parent)
-        rank = {pk: i for i, pk in enumerate(chain)}
-        for e in KeyEntry.objects.filter(
-            edition_id__in=chain, question_id__in=[e.question_id for e in entries]
-        ).select_related("citation_document"):
-            cur = old.get(e.question_id)
-            if cur is None or rank[e.edition_id] < rank[cur.edition_id]:
-                old[e.question_id] = e
+        old = key_entries_for_edition(
+            edition.parent,
+            question_ids=[e.question_id for e in entries],
+            select_related=("citation_document",),
+        )
     proposals = {
         p.key_entry_id: p
         for p in Proposal.objects.filter(key_entry__in=entries).select_related(
