@@ -156,6 +156,30 @@ class Leaderboard:
         }
 
 
+def _scores(points: np.ndarray, counted: np.ndarray, span: int) -> np.ndarray:
+    """Rule 2 per model: 100 * points / (span * counted), NaN where nothing is counted."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counted > 0, 100.0 * points / (span * np.maximum(counted, 1)), np.nan)
+
+
+def model_scores(table: GradeTable) -> dict[Hashable, float]:
+    """Return {model_id: score in percent 0-100} over the table's scored questions.
+
+    The same figure as ``compute_leaderboard(...).models[i].score`` (rules 1 and 2, same
+    formula and counting: a response counts only when every judge gives the same grade;
+    with one judge every graded response counts; score = 100 * sum(grade - min) /
+    ((max - min) * n_counted)), without intervals, ranks or bands. Models with no counted
+    response are absent. No randomness; O(Q x M x J).
+    """
+    status = classify_responses(table.scored_codes(), table.scale)
+    span = int(table.scale[-1] - table.scale[0])
+    counted = status.counted.sum(axis=0)
+    score = _scores(status.points.sum(axis=0), counted, span)
+    return {
+        model_id: float(score[i]) for i, model_id in enumerate(table.model_ids) if counted[i] > 0
+    }
+
+
 def compute_leaderboard(
     table: GradeTable,
     *,
@@ -206,8 +230,7 @@ def compute_leaderboard(
     unparsed = status.unparsed.sum(axis=0)
     missing = status.missing_grade.sum(axis=0)
     points = status.points.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        score = np.where(counted > 0, 100.0 * points / (span * np.maximum(counted, 1)), np.nan)
+    score = _scores(points, counted, span)
 
     z = _z(confidence)
     low = np.full(len(table.model_ids), np.nan)
