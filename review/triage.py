@@ -210,7 +210,7 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
                 )
             )
             continue
-        if doc.status != "current":
+        if not doc.is_in_force():
             items[qpk].append(
                 (
                     Source.SUPERSEDED_CITATION,

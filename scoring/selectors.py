@@ -53,10 +53,6 @@ BANDINGS = ("gap", "ci_overlap")
 CACHE_TIMEOUT = 60 * 60 * 24
 
 
-class NoGradesError(DomainError):
-    """The key edition has no usable grade (nothing graded yet against its entries)."""
-
-
 @dataclass(frozen=True)
 class JudgeRef:
     pk: int
@@ -494,15 +490,3 @@ def board_for_edition(
     if use_cache:
         cache.set(key, result, CACHE_TIMEOUT)
     return result
-
-
-def editions_of(benchmark: Benchmark) -> list[KeyEdition]:
-    """Return the benchmark's key editions, oldest first."""
-    return list(KeyEdition.objects.filter(benchmark=benchmark).order_by("created_at", "id"))
-
-
-def default_edition(benchmark: Benchmark) -> KeyEdition:
-    """Return the latest published edition; NotFoundError when none is published."""
-    from questions.selectors import get_edition
-
-    return get_edition(benchmark, None)
