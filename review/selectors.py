@@ -13,7 +13,6 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
-from django.utils.dateparse import parse_date
 
 from questions.models import Benchmark, KeyEdition, KeyEntry, Question, Section
 from questions.selectors import (
@@ -22,6 +21,7 @@ from questions.selectors import (
     latest_published_edition,
     scored_entries,
 )
+from review.filters import FALSE_VALUES, TRUE_VALUES, QueueFilters
 from review.models import AuditLogEntry, CitationCheck, Evidence, Proposal, ReviewItem, Source
 from scoring.models import AuditVerdict, Grade, Judge
 
@@ -49,29 +49,10 @@ def entry_for_question(question: Question, edition: KeyEdition | None) -> KeyEnt
 # ------------------------------------------------------------------ the queue
 
 
-@dataclass
-class QueueFilters:
-    benchmark: str = ""
-    source: str = ""
-    category: str = ""
-    status: str = ""
-    document: str = ""
-    assignee: str = ""
-    q: str = ""
-
-    @classmethod
-    def from_params(cls, params) -> QueueFilters:
-        return cls(**{f: (params.get(f) or "").strip() for f in cls.__dataclass_fields__})
-
-    def as_dict(self) -> dict[str, str]:
-        return {k: v for k, v in self.__dict__.items() if v}
-
-
 def queue_items(filters: QueueFilters, *, user=None) -> QuerySet[ReviewItem]:
-    """Return the review items matching `filters`, highest priority first.
+    """Return the review items matching `filters` (see QueueFilters), highest priority first.
 
-    `status` "" means every item that is not closed; "all" means every item;
-    `assignee` "me" means the user's own claims, "none" unclaimed items.
+    `assignee` "me" needs `user` (ignored without one).
     """
     qs = ReviewItem.objects.select_related(
         "benchmark", "question", "question__category", "claimed_by"
@@ -87,8 +68,12 @@ def queue_items(filters: QueueFilters, *, user=None) -> QuerySet[ReviewItem]:
         pass
     elif filters.status:
         qs = qs.filter(status=filters.status)
-    else:
+    elif not filters.open:
         qs = qs.exclude(status__in=ReviewItem.CLOSED)
+    if filters.open in TRUE_VALUES:
+        qs = qs.exclude(status__in=ReviewItem.CLOSED)
+    elif filters.open in FALSE_VALUES:
+        qs = qs.filter(status__in=ReviewItem.CLOSED)
     if filters.assignee == "me" and user is not None:
         qs = qs.filter(claimed_by=user)
     elif filters.assignee == "none":
@@ -234,8 +219,8 @@ def page_count_from_status_counts(filters: QueueFilters, counts: dict[str, int])
     """
     if filters.assignee == "me":
         return None
-    if filters.status == "all":
-        return sum(counts.values())
+    if filters.status == "all" or (not filters.status and filters.open):
+        return sum(counts.values())  # the counts already apply `open`
     if filters.status:
         return counts.get(filters.status, 0)
     return sum(n for s, n in counts.items() if s not in ReviewItem.CLOSED)
@@ -647,48 +632,6 @@ def editions_for_benchmark(benchmark: Benchmark) -> list[KeyEdition]:
         .annotate(n_entries=Count("entries"))
         .order_by("created_at", "id")
     )
-
-
-def log_date(value: str):
-    """Parse a log filter date: yyyy-mm-dd or the dd/mm/yyyy the page shows.
-
-    Returns a date, None for an empty value; raises ValueError for anything else."""
-    value = (value or "").strip()
-    if not value:
-        return None
-    if "/" in value:
-        day, month, year = value.split("/")
-        value = f"{int(year):04d}-{int(month):02d}-{int(day):02d}"
-    day = parse_date(value)
-    if day is None:
-        raise ValueError(value)
-    return day
-
-
-def log_entries(params) -> QuerySet[AuditLogEntry]:
-    """Return the audit log filtered by actor, action, target type/id and date range.
-
-    A date that cannot be read is ignored here; the page says so (log_date_errors)."""
-    qs = AuditLogEntry.objects.all()
-    if params.get("actor"):
-        qs = qs.filter(actor_label=params["actor"])
-    if params.get("action"):
-        qs = qs.filter(action=params["action"])
-    if params.get("target_type"):
-        qs = qs.filter(target_type=params["target_type"])
-    if params.get("target_id"):
-        qs = qs.filter(target_id=params["target_id"])
-    for name, lookup in (
-        ("date_from", "created_at__date__gte"),
-        ("date_to", "created_at__date__lte"),
-    ):
-        try:
-            day = log_date(params.get(name) or "")
-        except ValueError:
-            day = None
-        if day is not None:
-            qs = qs.filter(**{lookup: day})
-    return qs.order_by("-created_at", "-id")
 
 
 def now():
