@@ -125,6 +125,59 @@ def _consensus_against_key(
     }
 
 
+def _citation_findings(entries: dict[int, Any]) -> list[tuple[int, dict]]:
+    """Return [(question pk, superseded_citation detail without "edition")] for the entries.
+
+    A cited document that is unknown or not in force (SourceDocument.is_in_force), or a
+    locator not among the document's indexed Sections (exact or normalised). One query.
+    """
+    from questions.sources import nearest_locators, normalise_locator
+
+    found: list[tuple[int, dict]] = []
+    cited = {e.citation_document_id for e in entries.values() if e.citation_document_id}
+    locators = _locator_index(cited)
+    for qpk, entry in entries.items():
+        if not entry.has_citation or not entry.citation_doc_id:
+            continue
+        doc = entry.citation_document
+        if doc is None:
+            found.append((qpk, {"doc_id": entry.citation_doc_id, "problem": "unknown_document"}))
+            continue
+        if not doc.is_in_force():
+            found.append(
+                (
+                    qpk,
+                    {
+                        "doc_id": doc.doc_id,
+                        "document_edition": doc.edition,
+                        "problem": doc.status,
+                        "superseded_by": doc.superseded_by.doc_id if doc.superseded_by_id else None,
+                    },
+                )
+            )
+        known, ordered = locators.get(doc.pk, (set(), []))
+        if not known or not entry.citation_locator:
+            continue  # the document's text is not indexed: nothing to check against
+        try:
+            wanted = normalise_locator(entry.citation_locator)
+        except ValueError:
+            wanted = entry.citation_locator
+        if entry.citation_locator in known or wanted in known:
+            continue
+        found.append(
+            (
+                qpk,
+                {
+                    "doc_id": doc.doc_id,
+                    "locator": entry.citation_locator,
+                    "problem": "locator_not_found",
+                    "nearest": nearest_locators(entry.citation_locator, ordered),
+                },
+            )
+        )
+    return found
+
+
 def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
     """Compute what triage would do, without writing: exclusions and {question pk: [(source, detail)]}.
 
@@ -134,8 +187,6 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
     leaderboard's). A fixed number of queries: entries, verdicts, flags, the leaderboard's
     grade rows, sections.
     """
-    from questions.sources import nearest_locators, normalise_locator
-
     entries = key_entries_for_edition(edition, select_related=("citation_document",))
     # Scored in this edition (questions.selectors.scored_entries): keyed, not removed,
     # its effective entry not excluded by audit.
@@ -192,58 +243,8 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
                     )
 
     # Detector 2: superseded or missing citation.
-    cited = {e.citation_document_id for e in entries.values() if e.citation_document_id}
-    locators = _locator_index(cited)
-    for qpk, entry in entries.items():
-        if not entry.has_citation or not entry.citation_doc_id:
-            continue
-        doc = entry.citation_document
-        if doc is None:
-            items[qpk].append(
-                (
-                    Source.SUPERSEDED_CITATION,
-                    {
-                        "doc_id": entry.citation_doc_id,
-                        "problem": "unknown_document",
-                        "edition": edition.name,
-                    },
-                )
-            )
-            continue
-        if not doc.is_in_force():
-            items[qpk].append(
-                (
-                    Source.SUPERSEDED_CITATION,
-                    {
-                        "doc_id": doc.doc_id,
-                        "document_edition": doc.edition,
-                        "problem": doc.status,
-                        "superseded_by": doc.superseded_by.doc_id if doc.superseded_by_id else None,
-                        "edition": edition.name,
-                    },
-                )
-            )
-        known, ordered = locators.get(doc.pk, (set(), []))
-        if not known or not entry.citation_locator:
-            continue  # the document's text is not indexed: nothing to check against
-        try:
-            wanted = normalise_locator(entry.citation_locator)
-        except ValueError:
-            wanted = entry.citation_locator
-        if entry.citation_locator in known or wanted in known:
-            continue
-        items[qpk].append(
-            (
-                Source.SUPERSEDED_CITATION,
-                {
-                    "doc_id": doc.doc_id,
-                    "locator": entry.citation_locator,
-                    "problem": "locator_not_found",
-                    "nearest": nearest_locators(entry.citation_locator, ordered),
-                    "edition": edition.name,
-                },
-            )
-        )
+    for qpk, detail in _citation_findings(entries):
+        items[qpk].append((Source.SUPERSEDED_CITATION, {**detail, "edition": edition.name}))
 
     return {
         "exclusions": {q: d for q, d in exclusions.items()},
