@@ -8,8 +8,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from questions.models import Benchmark
-from questions.selectors import latest_published_edition
-from scoring.selectors import effective_entries
+from questions.selectors import latest_published_edition, scored_entries
 
 
 def _link(label: str, name: str, **kwargs) -> dict:
@@ -37,8 +36,7 @@ def home(request: HttpRequest) -> HttpResponse:
         # Scored depends on the key edition (removals, exclusions by audit): the latest one.
         b.scored_edition = latest_published_edition(b)
         if b.scored_edition is not None:
-            entries = effective_entries(b.scored_edition)
-            b.n_scored = int((~entries.removed & ~entries.excluded).sum())
+            b.n_scored = len(scored_entries(b.scored_edition))
         queue = _link("Review queue", "review:queue")
         queue["url"] += f"?benchmark={b.name}"
         b.links = [

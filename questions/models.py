@@ -185,15 +185,6 @@ class KeyEdition(models.Model):
     def is_published(self) -> bool:
         return self.status == self.Status.PUBLISHED
 
-    def ancestry(self) -> list[KeyEdition]:
-        """Return [self, parent, grandparent, ...] (nearest first)."""
-        chain: list[KeyEdition] = []
-        node: KeyEdition | None = self
-        while node is not None:
-            chain.append(node)
-            node = node.parent
-        return chain
-
 
 class KeyEntry(models.Model):
     """A question's key answer and citation in one key edition.

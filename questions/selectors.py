@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from questions.errors import AmbiguousError, NotFoundError
-from questions.models import Benchmark, KeyEdition, KeyEntry, Section, SourceDocument
+from questions.models import (
+    AuditExclusion,
+    Benchmark,
+    KeyEdition,
+    KeyEntry,
+    Section,
+    SourceDocument,
+)
 
 
 def get_benchmark(name: str | None = None) -> Benchmark:
@@ -32,8 +40,8 @@ def get_benchmark(name: str | None = None) -> Benchmark:
     return benchmarks[0]
 
 
-def latest_published_edition(benchmark: Benchmark) -> KeyEdition | None:
-    """Return the most recently published key edition of `benchmark`, or None."""
+def latest_published_edition(benchmark: Benchmark | int) -> KeyEdition | None:
+    """Return the most recently published key edition of `benchmark` (or its pk), or None."""
     return (
         KeyEdition.objects.filter(benchmark=benchmark, status=KeyEdition.Status.PUBLISHED)
         .order_by("-published_at", "-id")
@@ -84,40 +92,80 @@ def edition_chain(edition: KeyEdition) -> list[KeyEdition]:
 
 
 def key_entries_for_edition(
-    edition: KeyEdition, *, select_related: tuple[str, ...] = ()
-) -> dict[int, KeyEntry]:
-    """Return {question pk: effective KeyEntry} for every question keyed in `edition`.
+    edition: KeyEdition,
+    *,
+    question_ids: Iterable[int] | None = None,
+    select_related: tuple[str, ...] = (),
+    fields: tuple[str, ...] = (),
+    chain: list[int] | None = None,
+) -> dict[int, Any]:
+    """Return {question pk: effective key entry} for every question keyed in `edition`.
 
-    An edition inherits every question it has no entry for from its parent (models.py),
-    so the effective entry is the one of the nearest edition in [self, parent, ...] that
-    has one. Entries with `removed=True` are included: the caller decides what a removal
-    means. Two queries whatever the depth: the edition tree, then the entries.
+    The one implementation of "effective key entry" (architecture.md): an edition inherits
+    every question it has no entry for from its parent (questions/models.py), so the
+    effective entry is the one of the nearest edition in [self, parent, ...] that has one.
+    Entries with `removed=True` are included: `scored_entries` says what is scored.
+
+    `question_ids` limits the result to those question pks. By default the values are
+    KeyEntry instances (with `select_related`); with `fields` (KeyEntry field names, e.g.
+    ("id", "removed")) they are named rows of `question_id`, `edition_id` and those
+    fields, no model instances, for callers that read tens of thousands of entries.
+    `chain`: the edition's `edition_ancestry_ids` when the caller has them. Two queries
+    whatever the depth: the edition tree (none with `chain`), then the entries.
     """
-    chain = edition_ancestry_ids(edition)
+    if chain is None:
+        chain = edition_ancestry_ids(edition)
     rank = {edition_id: i for i, edition_id in enumerate(chain)}
     entries = KeyEntry.objects.filter(edition_id__in=chain)
-    if select_related:
-        entries = entries.select_related(*select_related)
-    effective: dict[int, KeyEntry] = {}
-    for entry in entries.iterator(chunk_size=5000):
-        current = effective.get(entry.question_id)
-        if current is None or rank[entry.edition_id] < rank[current.edition_id]:
-            effective[entry.question_id] = entry
+    if question_ids is not None:
+        entries = entries.filter(question_id__in=list(question_ids))
+    if fields:
+        # order_by(): the model's default ordering would join editions and questions
+        wanted = tuple(dict.fromkeys(("question_id", "edition_id", *fields)))
+        rows = entries.order_by().values_list(*wanted, named=True)
+    else:
+        rows = entries.select_related(*select_related) if select_related else entries
+    effective: dict[int, Any] = {}
+    for row in rows.iterator(chunk_size=5000):
+        current = effective.get(row.question_id)
+        if current is None or rank[row.edition_id] < rank[current.edition_id]:
+            effective[row.question_id] = row
     return effective
 
 
-def documents_for_benchmark(benchmark: Benchmark) -> QuerySet[SourceDocument]:
-    return SourceDocument.objects.filter(benchmark=benchmark)
+def excluded_entry_ids(edition: KeyEdition) -> set[int]:
+    """Return the pks of the key entries of `edition`'s benchmark excluded by the key audit.
+
+    An exclusion (questions.models.AuditExclusion, rule 4) belongs to one key entry and so
+    holds in every edition whose effective entry that is. One query.
+    """
+    return set(
+        AuditExclusion.objects.filter(key_entry__edition__benchmark_id=edition.benchmark_id)
+        .order_by()
+        .values_list("key_entry_id", flat=True)
+    )
 
 
-def get_document(benchmark: Benchmark, doc_id: str) -> SourceDocument:
-    """Return the source document `doc_id` of `benchmark`; NotFoundError if unknown."""
-    try:
-        return SourceDocument.objects.get(benchmark=benchmark, doc_id=doc_id)
-    except SourceDocument.DoesNotExist:
-        raise NotFoundError(
-            f"benchmark {benchmark.name!r} has no source document {doc_id!r}"
-        ) from None
+def scored_entries(
+    edition: KeyEdition,
+    *,
+    entries: Mapping[int, Any] | None = None,
+    excluded: set[int] | None = None,
+) -> dict[int, int]:
+    """Return {question pk: effective entry pk} of the questions scored in `edition`.
+
+    The one implementation of "scored" (methodology.md rules 4 and 5): the question is
+    keyed in the edition and its effective entry is neither a removal (`removed=True`) nor
+    excluded by the key audit. `entries` (the result of `key_entries_for_edition` for this
+    edition, instances or rows with `id` and `removed`) and `excluded` (of
+    `excluded_entry_ids`) save their queries when the caller has them; three queries
+    without them.
+    """
+    if entries is None:
+        entries = key_entries_for_edition(edition, fields=("id", "removed"))
+    if excluded is None:
+        excluded = excluded_entry_ids(edition)
+    return {q: e.id for q, e in entries.items() if not e.removed and e.id not in excluded}
 
 
 def section_for_locator(document: SourceDocument, locator: str) -> Section | None:

@@ -153,9 +153,3 @@ def key_entry_exclude(*, entry: KeyEntry, reason: str) -> tuple[AuditExclusion, 
         raise DomainError("the exclusion reason is too long (50 characters at most)")
     # get_or_create on the one-to-one key: two at once give one row (the loser re-reads it).
     return AuditExclusion.objects.get_or_create(key_entry=entry, defaults={"reason": reason})
-
-
-def key_entry_include(*, entry: KeyEntry) -> bool:
-    """Put an excluded key entry back into scoring; returns False if it was not excluded."""
-    deleted, _ = AuditExclusion.objects.filter(key_entry=entry).delete()
-    return bool(deleted)

@@ -8,19 +8,19 @@ NotFoundError 404.
 
 from __future__ import annotations
 
-import django_filters
 from django.contrib.auth import get_user_model
-from django.db.models import Exists, OuterRef, Prefetch, Q
+from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework import permissions as drf_permissions
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.models import AuditLogEntry
-from questions.models import KeyEdition, KeyEntry
+from questions.models import KeyEdition
 from review import permissions, services
 from review.errors import (
     ConflictError,
@@ -30,7 +30,9 @@ from review.errors import (
     NotAllowedError,
     NotFoundError,
 )
-from review.models import Evidence, Proposal, ReviewItem, Source
+from review.filters import AuditLogFilter, QueueFilters
+from review.models import Proposal, ReviewItem
+from review.selectors import queue_items
 from review.serializers import (
     AuditLogEntrySerializer,
     CitationCheckInputSerializer,
@@ -86,41 +88,31 @@ CanViewLog = _role(permissions.can_view_log, "view_log")
 CONFLICT = OpenApiResponse(ConflictSerializer, description="Stale version or illegal transition")
 
 
-class ReviewItemFilter(django_filters.FilterSet):
-    benchmark = django_filters.CharFilter(field_name="benchmark__name")
-    category = django_filters.CharFilter(field_name="question__category__category_id")
-    status = django_filters.ChoiceFilter(choices=ReviewItem.Status.choices)
-    source = django_filters.ChoiceFilter(choices=Source.choices, method="filter_source")
-    assignee = django_filters.CharFilter(field_name="claimed_by__username")
-    document = django_filters.CharFilter(method="filter_document")
-    open = django_filters.BooleanFilter(method="filter_open", label="Not closed")
-
-    class Meta:
-        model = ReviewItem
-        fields = ["benchmark", "category", "status", "source", "assignee", "document", "open"]
-
-    def filter_source(self, qs, name, value):
-        return qs.filter(
-            Q(source=value) | Exists(Evidence.objects.filter(item=OuterRef("pk"), kind=value))
-        )
-
-    def filter_document(self, qs, name, value):
-        return qs.filter(
-            Exists(KeyEntry.objects.filter(question=OuterRef("question"), citation_doc_id=value))
-        )
-
-    def filter_open(self, qs, name, value):
-        if value is None:
-            return qs
-        closed = Q(status__in=ReviewItem.CLOSED)
-        return qs.exclude(closed) if value else qs.filter(closed)
-
-
 class ReviewItemViewSet(viewsets.ReadOnlyModelViewSet):
     """The review queue: items by priority; claim, release, renew, reassign, checks, proposals."""
 
     permission_classes = [drf_permissions.IsAuthenticated, CanViewQueue]
-    filterset_class = ReviewItemFilter
+
+    def filter_queryset(self, queryset):
+        """Filter the list as the queue page does (review.filters.QueueFilters); 400 on a
+        value outside the choices."""
+        if self.action != "list":
+            return queryset
+        filters = QueueFilters.from_params(self.request.query_params)
+        problems = filters.problems()
+        if problems:
+            raise ValidationError(problems)
+        return queue_items(filters, user=self.request.user)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(name, str, required=False)
+            for name in QueueFilters.__dataclass_fields__
+        ],
+        description=QueueFilters.__doc__,
+    )
+    def list(self, request: Request, *args, **kwargs) -> Response:
+        return super().list(request, *args, **kwargs)
 
     def get_queryset(self):
         qs = ReviewItem.objects.select_related(
@@ -336,16 +328,6 @@ class KeyEditionViewSet(viewsets.ReadOnlyModelViewSet):
         except DomainError as exc:
             return domain_response(exc)
         return Response(KeyEditionSerializer(self.get_queryset().get(pk=pk)).data)
-
-
-class AuditLogFilter(django_filters.FilterSet):
-    actor = django_filters.CharFilter(field_name="actor_label")
-    date_from = django_filters.DateFilter(field_name="created_at", lookup_expr="date__gte")
-    date_to = django_filters.DateFilter(field_name="created_at", lookup_expr="date__lte")
-
-    class Meta:
-        model = AuditLogEntry
-        fields = ["actor", "action", "target_type", "target_id", "benchmark_name"]
 
 
 class AuditLogViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):

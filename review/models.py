@@ -105,9 +105,6 @@ class ReviewItem(models.Model):
     def __str__(self) -> str:
         return f"review item {self.pk} ({self.question_id and self.question.question_id})"
 
-    def is_closed(self) -> bool:
-        return self.status in self.CLOSED
-
     def claim_is_live(self, now=None) -> bool:
         """Return True when someone holds an unexpired claim."""
         now = now or timezone.now()

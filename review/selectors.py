@@ -8,25 +8,25 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
-from django.utils.dateparse import parse_date
 
 from core.models import AuditLogEntry
 from questions.models import Benchmark, KeyEdition, KeyEntry, Question, Section
-from questions.selectors import edition_ancestry_ids, latest_published_edition
+from questions.selectors import (
+    excluded_entry_ids,
+    key_entries_for_edition,
+    latest_published_edition,
+    scored_entries,
+)
+from review.filters import FALSE_VALUES, TRUE_VALUES, QueueFilters
 from review.models import CitationCheck, Evidence, Proposal, ReviewItem, Source
 from scoring.models import AuditVerdict, Grade, Judge
 
 # ------------------------------------------------------------------ editions and entries
-
-
-def draft_edition(benchmark: Benchmark) -> KeyEdition | None:
-    return KeyEdition.objects.filter(benchmark=benchmark, status=KeyEdition.Status.DRAFT).first()
 
 
 def working_edition(benchmark: Benchmark) -> KeyEdition | None:
@@ -35,45 +35,25 @@ def working_edition(benchmark: Benchmark) -> KeyEdition | None:
 
 
 def entry_for_question(question: Question, edition: KeyEdition | None) -> KeyEntry | None:
-    """Return the question's effective key entry in `edition` (nearest ancestor wins)."""
+    """Return the question's effective key entry in `edition`, or None (two queries).
+
+    `questions.selectors.key_entries_for_edition` for one question; None when `edition` is
+    None or the question is not keyed in it.
+    """
     if edition is None:
         return None
-    chain = edition_ancestry_ids(edition)
-    rank = {pk: i for i, pk in enumerate(chain)}
-    entries = list(
-        KeyEntry.objects.filter(question=question, edition_id__in=chain)
-        .select_related("citation_document", "edition")
-        .order_by()  # the nearest is picked below; default ordering only adds joins
-    )
-    return min(entries, key=lambda e: rank[e.edition_id]) if entries else None
+    return key_entries_for_edition(
+        edition, question_ids=[question.pk], select_related=("citation_document", "edition")
+    ).get(question.pk)
 
 
 # ------------------------------------------------------------------ the queue
 
 
-@dataclass
-class QueueFilters:
-    benchmark: str = ""
-    source: str = ""
-    category: str = ""
-    status: str = ""
-    document: str = ""
-    assignee: str = ""
-    q: str = ""
-
-    @classmethod
-    def from_params(cls, params) -> QueueFilters:
-        return cls(**{f: (params.get(f) or "").strip() for f in cls.__dataclass_fields__})
-
-    def as_dict(self) -> dict[str, str]:
-        return {k: v for k, v in self.__dict__.items() if v}
-
-
 def queue_items(filters: QueueFilters, *, user=None) -> QuerySet[ReviewItem]:
-    """Return the review items matching `filters`, highest priority first.
+    """Return the review items matching `filters` (see QueueFilters), highest priority first.
 
-    `status` "" means every item that is not closed; "all" means every item;
-    `assignee` "me" means the user's own claims, "none" unclaimed items.
+    `assignee` "me" needs `user` (ignored without one).
     """
     qs = ReviewItem.objects.select_related(
         "benchmark", "question", "question__category", "claimed_by"
@@ -89,8 +69,12 @@ def queue_items(filters: QueueFilters, *, user=None) -> QuerySet[ReviewItem]:
         pass
     elif filters.status:
         qs = qs.filter(status=filters.status)
-    else:
+    elif not filters.open:
         qs = qs.exclude(status__in=ReviewItem.CLOSED)
+    if filters.open in TRUE_VALUES:
+        qs = qs.exclude(status__in=ReviewItem.CLOSED)
+    elif filters.open in FALSE_VALUES:
+        qs = qs.filter(status__in=ReviewItem.CLOSED)
     if filters.assignee == "me" and user is not None:
         qs = qs.filter(claimed_by=user)
     elif filters.assignee == "none":
@@ -143,59 +127,41 @@ def queue_row_values(qs: QuerySet[ReviewItem]) -> QuerySet:
 
 
 def _citation_labels_by_question(benchmark_id: int, question_ids: list[int]) -> dict[int, str]:
-    """Return {question id: citation label} of the working edition's effective entries (2 queries).
+    """Return {question id: citation label} of the working edition's effective entries.
 
-    Same result as `working_edition` + `edition_ancestry_ids` + `KeyEntry.citation_label`.
+    Same result as `working_edition` + `entry_for_question` + `KeyEntry.citation_label`,
+    read as value rows: three queries (the working edition, its tree, the entries).
     """
-    editions = list(
-        KeyEdition.objects.filter(benchmark_id=benchmark_id)
-        .order_by()  # the model's default ordering would join benchmarks for nothing
-        .values_list("id", "parent_id", "status", "published_at")
-    )
-    published = [e for e in editions if e[2] == KeyEdition.Status.PUBLISHED]
-    if not published:
+    working = latest_published_edition(benchmark_id)
+    if working is None:
         return {}
-    # order_by("-published_at", "-id").first(): PostgreSQL puts NULLs first when descending
-    working = max(published, key=lambda e: (e[3] is None, e[3] or _EPOCH, e[0]))
-    parents = {e[0]: e[1] for e in editions}
-    chain: list[int] = []
-    node: int | None = working[0]
-    while node is not None and node not in chain:
-        chain.append(node)
-        node = parents.get(node)
-    rank = {pk: i for i, pk in enumerate(chain)}
-    best: dict[int, tuple[int, str]] = {}
-    for question_id, edition_id, has_citation, document_id, title, doc_id, locator in (
-        KeyEntry.objects.filter(edition_id__in=chain, question_id__in=question_ids)
-        .order_by()  # unordered: the default ordering joins editions, benchmarks and questions
-        .values_list(
-            "question_id",
-            "edition_id",
+    entries = key_entries_for_edition(
+        working,
+        question_ids=question_ids,
+        fields=(
             "has_citation",
             "citation_document_id",
             "citation_document__short_title",
             "citation_doc_id",
             "citation_locator",
-        )
-    ):
-        cur = best.get(question_id)
-        if cur is not None and rank[edition_id] >= cur[0]:
-            continue
+        ),
+    )
+    labels = {}
+    for question_id, e in entries.items():
         label = ""
-        if has_citation:
-            doc = title if document_id is not None else doc_id
-            label = f"{doc} {locator}".strip()
-        best[question_id] = (rank[edition_id], label)
-    return {q: label for q, (_, label) in best.items()}
+        if e.has_citation:
+            doc = e.citation_document__short_title if e.citation_document_id else e.citation_doc_id
+            label = f"{doc} {e.citation_locator}".strip()
+        labels[question_id] = label
+    return labels
 
 
-_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
 _STATUS_LABELS = dict(ReviewItem.Status.choices)
 _SOURCE_LABELS = dict(Source.choices)
 
 
 def queue_rows(values: list[dict], *, now, can_claim: bool) -> list[dict]:
-    """Return one display dict per row of `queue_row_values` (two queries per benchmark shown).
+    """Return one display dict per row of `queue_row_values` (three queries per benchmark shown).
 
     Keys: id, url, claim_url, qid, text (truncated to 110 characters), sources (labels),
     citation ("—" when none), category ("—" when none), badge, status_label, claimed_by,
@@ -254,8 +220,8 @@ def page_count_from_status_counts(filters: QueueFilters, counts: dict[str, int])
     """
     if filters.assignee == "me":
         return None
-    if filters.status == "all":
-        return sum(counts.values())
+    if filters.status == "all" or (not filters.status and filters.open):
+        return sum(counts.values())  # the counts already apply `open`
     if filters.status:
         return counts.get(filters.status, 0)
     return sum(n for s, n in counts.items() if s not in ReviewItem.CLOSED)
@@ -521,21 +487,17 @@ def key_rows(edition: KeyEdition, *, text: str = "", status: str = "") -> list[K
     `text` filters on question id, question text, answer or citation (case-insensitive);
     `status` on KEY_STATUSES. Four queries whatever the size.
     """
-    from questions.models import AuditExclusion
-    from questions.selectors import key_entries_for_edition
-
     entries = key_entries_for_edition(
         edition, select_related=("question", "question__category", "edition", "citation_document")
     )
-    excluded = set(
-        AuditExclusion.objects.filter(
-            key_entry_id__in=[e.pk for e in entries.values()]
-        ).values_list("key_entry_id", flat=True)
-    )
+    excluded = excluded_entry_ids(edition)
+    scored = scored_entries(edition, entries=entries, excluded=excluded)
     needle = text.strip().lower()
     rows = []
     for entry in sorted(entries.values(), key=lambda e: e.question.question_id):
-        state = "removed" if entry.removed else "excluded" if entry.pk in excluded else "scored"
+        state = (
+            "scored" if entry.question_id in scored else "removed" if entry.removed else "excluded"
+        )
         if status and state != status:
             continue
         if needle and not any(
@@ -648,14 +610,11 @@ def edition_changes(edition: KeyEdition) -> list[EditionChange]:
     )
     old: dict[int, KeyEntry] = {}
     if edition.parent_id and entries:
-        chain = edition_ancestry_ids(edition.parent)
-        rank = {pk: i for i, pk in enumerate(chain)}
-        for e in KeyEntry.objects.filter(
-            edition_id__in=chain, question_id__in=[e.question_id for e in entries]
-        ).select_related("citation_document"):
-            cur = old.get(e.question_id)
-            if cur is None or rank[e.edition_id] < rank[cur.edition_id]:
-                old[e.question_id] = e
+        old = key_entries_for_edition(
+            edition.parent,
+            question_ids=[e.question_id for e in entries],
+            select_related=("citation_document",),
+        )
     proposals = {
         p.key_entry_id: p
         for p in Proposal.objects.filter(key_entry__in=entries).select_related(
@@ -674,48 +633,6 @@ def editions_for_benchmark(benchmark: Benchmark) -> list[KeyEdition]:
         .annotate(n_entries=Count("entries"))
         .order_by("created_at", "id")
     )
-
-
-def log_date(value: str):
-    """Parse a log filter date: yyyy-mm-dd or the dd/mm/yyyy the page shows.
-
-    Returns a date, None for an empty value; raises ValueError for anything else."""
-    value = (value or "").strip()
-    if not value:
-        return None
-    if "/" in value:
-        day, month, year = value.split("/")
-        value = f"{int(year):04d}-{int(month):02d}-{int(day):02d}"
-    day = parse_date(value)
-    if day is None:
-        raise ValueError(value)
-    return day
-
-
-def log_entries(params) -> QuerySet[AuditLogEntry]:
-    """Return the audit log filtered by actor, action, target type/id and date range.
-
-    A date that cannot be read is ignored here; the page says so (log_date_errors)."""
-    qs = AuditLogEntry.objects.all()
-    if params.get("actor"):
-        qs = qs.filter(actor_label=params["actor"])
-    if params.get("action"):
-        qs = qs.filter(action=params["action"])
-    if params.get("target_type"):
-        qs = qs.filter(target_type=params["target_type"])
-    if params.get("target_id"):
-        qs = qs.filter(target_id=params["target_id"])
-    for name, lookup in (
-        ("date_from", "created_at__date__gte"),
-        ("date_to", "created_at__date__lte"),
-    ):
-        try:
-            day = log_date(params.get(name) or "")
-        except ValueError:
-            day = None
-        if day is not None:
-            qs = qs.filter(**{lookup: day})
-    return qs.order_by("-created_at", "-id")
 
 
 def now():

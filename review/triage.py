@@ -11,9 +11,13 @@ Methodology rules 3 and 4, and issue 4:
   not evidence: the question is not changed);
 - any judge flag -> item `judge_flag` (both judges flagging ranks highest);
 - `consensus_against_key`: at least SNAGLIST_CONSENSUS_SHARE of the models that answered
-  were graded 0 by every judge, and each of those models scores at least
-  SNAGLIST_CONSENSUS_MIN_MODEL_SCORE overall (rule 2 over agreed grades, rule 1) —
-  the signature of an out-of-date key (the GPDO Class MA case);
+  have the lowest grade of the scale as their agreed grade (rule 1; with a one-judge panel,
+  that judge's grade), and each of those models scores at least
+  SNAGLIST_CONSENSUS_MIN_MODEL_SCORE overall (rule 2) — the signature of an out-of-date
+  key (the GPDO Class MA case). Rules 1-2 are not computed here: the grades are the
+  leaderboard's (scoring.selectors.load_edition_grades) and the agreed grades and model
+  scores come from scoring.engine (`agreed_grades`, `model_scores`), so triage's model
+  scores are the leaderboard's;
 - `superseded_citation`: the key cites a document whose status is superseded or
   withdrawn, or a locator not found among the document's Sections.
 
@@ -32,24 +36,19 @@ from django.db import transaction
 
 from core.actions import Action
 from core.services import audit_log
-from questions.models import AuditExclusion, Benchmark, KeyEdition, Question, Section
-from questions.selectors import key_entries_for_edition, latest_published_edition
+from questions.models import Benchmark, KeyEdition, Question, Section
+from questions.selectors import (
+    key_entries_for_edition,
+    latest_published_edition,
+    scored_entries,
+)
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
 from review.services import key_entry_exclude, review_item_create
-from scoring.audit_rule import (
-    EXCLUDE,
-    EXCLUSION_REASON,
-    MIXED,
-    SINGLE,
-    audit_outcome,
-    newest_verdicts,
-)
+from scoring.audit_rule import EXCLUDE, EXCLUSION_REASON, MIXED, SINGLE, audit_decisions
+from scoring.engine import agreed_grades
+from scoring.engine import model_scores as engine_model_scores
 from scoring.models import Grade, Judge
-
-
-def model_scores(agreed: dict[str, list[int]], grade_max: int) -> dict[str, float]:
-    """Return {model_id: score %} = sum of agreed grades / (grade_max x n) x 100 (rule 2)."""
-    return {m: round(100.0 * sum(gs) / (grade_max * len(gs)), 2) for m, gs in agreed.items() if gs}
+from scoring.selectors import load_edition_grades
 
 
 def _locator_index(doc_ids: set[int]) -> dict[int, tuple[set[str], list[str]]]:
@@ -72,123 +71,71 @@ def _locator_index(doc_ids: set[int]) -> dict[int, tuple[set[str], list[str]]]:
     return index
 
 
-def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
-    """Compute what triage would do, without writing: exclusions and {question pk: [(source, detail)]}.
-
-    A fixed number of queries: entries, verdicts, grades, sections.
-    """
-    from questions.sources import nearest_locators, normalise_locator
-
-    entries = key_entries_for_edition(edition, select_related=("citation_document",))
-    entries = {q: e for q, e in entries.items() if not e.removed}
-    entry_ids = {e.pk: q for q, e in entries.items()}
-    excluded_entries = set(
-        AuditExclusion.objects.filter(
-            key_entry__edition__benchmark_id=edition.benchmark_id
-        ).values_list("key_entry_id", flat=True)
-    ) & set(entry_ids)
-    # Scored in this edition: keyed, not removed, its effective entry not excluded by audit.
-    scored = {q for q, e in entries.items() if e.pk not in excluded_entries}
-    labels = dict(Question.objects.filter(benchmark=benchmark).values_list("pk", "question_id"))
-    rule = settings.SNAGLIST_AUDIT_EXCLUSION_RULE
-
-    exclusions: dict[int, dict] = {}
-    items: dict[int, list[tuple[str, dict]]] = defaultdict(list)
-
-    # Rule 4: auditors (scoring.audit_rule).
-    for entry_id, vs in newest_verdicts(entry_ids).items():
-        qpk = entry_ids[entry_id]
-        outcome = audit_outcome([v for _, v, _ in vs], rule)
-        detail = {
-            "verdicts": [{"auditor": a, "verdict": v, "rationale": r} for a, v, r in vs],
-            "edition": edition.name,
-        }
-        if outcome == EXCLUDE:
-            exclusions[qpk] = detail
-        elif outcome == MIXED:
-            detail["note"] = "every auditor adverse but with different verdicts (rule same_verdict)"
-            items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
-        elif outcome == SINGLE:
-            items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
-
-    # Questions this run excludes are not scored either: the detectors' model scores
-    # (rule 2) must not count them, or a first triage and a re-run would disagree.
-    scored -= set(exclusions)
-
-    # Rules 1-3: judge grades on the edition's entries.
+def _judge_flags(
+    benchmark: Benchmark, edition: KeyEdition, entry_ids: dict[int, int]
+) -> dict[int, dict]:
+    """Return {question pk: judge_flag detail} from the judges' flags on the entries (rule 3)."""
     judges = list(
         Judge.objects.filter(benchmark=benchmark, role=Judge.Role.JUDGE)
         .order_by("judge_id")
         .values_list("judge_id", flat=True)
     )
-    grades: dict[tuple[int, str], dict[str, int | None]] = defaultdict(dict)
     flags: dict[int, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    for entry_id, model_id, judge_id, grade, flag, reason in (
-        Grade.objects.filter(key_entry_id__in=list(entry_ids), judge__role=Judge.Role.JUDGE)
-        .order_by("response_id", "judge_id", "-created_at")
-        .values_list(
-            "key_entry_id",
-            "response__model__model_id",
-            "judge__judge_id",
-            "grade",
-            "flag",
-            "flag_reason",
+    for entry_id, model_id, judge_id, reason in (
+        Grade.objects.filter(
+            key_entry_id__in=list(entry_ids), judge__role=Judge.Role.JUDGE, flag=True
         )
+        .order_by("response_id", "judge_id", "-created_at")
+        .values_list("key_entry_id", "response__model__model_id", "judge__judge_id", "flag_reason")
     ):
-        qpk = entry_ids[entry_id]
-        if judge_id not in grades[(qpk, model_id)]:
-            grades[(qpk, model_id)][judge_id] = grade
-        if flag:
-            flags[qpk][judge_id].append({"model": model_id, "reason": flag_reason_short(reason)})
-
-    for qpk, by_judge in flags.items():
-        detail = {
+        flags[entry_ids[entry_id]][judge_id].append(
+            {"model": model_id, "reason": flag_reason_short(reason)}
+        )
+    return {
+        qpk: {
             "judges": sorted(by_judge),
             "both_judges": len(judges) >= 2 and set(judges) <= set(by_judge),
             "flags": {j: sorted(v, key=lambda f: f["model"]) for j, v in sorted(by_judge.items())},
             "edition": edition.name,
         }
-        items[qpk].append((Source.JUDGE_FLAG, detail))
+        for qpk, by_judge in flags.items()
+    }
 
-    # Detector 1: consensus against the key.
-    agreed: dict[str, list[int]] = defaultdict(list)
-    per_question: dict[int, dict[str, int | None]] = defaultdict(dict)
-    for (qpk, model_id), by_judge in grades.items():
-        values = [by_judge.get(j) for j in judges]
-        value = (
-            values[0]
-            if len(judges) >= 2 and all(v is not None and v == values[0] for v in values)
-            else None
-        )
-        if value is not None and qpk in scored:
-            agreed[model_id].append(value)
-        per_question[qpk][model_id] = value
-    scores = model_scores(agreed, benchmark.grade_max)
+
+def _consensus_against_key(
+    benchmark: Benchmark, by_model: dict[str, int | None], scores: dict[str, float]
+) -> dict | None:
+    """Return the consensus_against_key detail for one question, or None when it does not fire.
+
+    `by_model`: {model_id: agreed grade or None} of the models that answered (engine
+    `agreed_grades`); `scores`: the models' overall scores in percent (engine `model_scores`).
+    """
     share = settings.SNAGLIST_CONSENSUS_SHARE
     floor = settings.SNAGLIST_CONSENSUS_MIN_MODEL_SCORE
-    for qpk, by_model in per_question.items():
-        answered = len(by_model)
-        if not answered:
-            continue
-        against = sorted(
-            m for m, v in by_model.items() if v == benchmark.grade_min and scores.get(m, 0) >= floor
-        )
-        if against and len(against) / answered >= share:
-            items[qpk].append(
-                (
-                    Source.CONSENSUS_AGAINST_KEY,
-                    {
-                        "models": [{"model": m, "overall_score": scores[m]} for m in against],
-                        "share": round(len(against) / answered, 3),
-                        "threshold": share,
-                        "min_model_score": floor,
-                        "n_models": answered,
-                        "edition": edition.name,
-                    },
-                )
-            )
+    answered = len(by_model)
+    against = sorted(
+        m for m, v in by_model.items() if v == benchmark.grade_min and scores.get(m, 0) >= floor
+    )
+    if not answered or not against or len(against) / answered < share:
+        return None
+    return {
+        "models": [{"model": m, "overall_score": scores[m]} for m in against],
+        "share": round(len(against) / answered, 3),
+        "threshold": share,
+        "min_model_score": floor,
+        "n_models": answered,
+    }
 
-    # Detector 2: superseded or missing citation.
+
+def _citation_findings(entries: dict[int, Any]) -> list[tuple[int, dict]]:
+    """Return [(question pk, superseded_citation detail without "edition")] for the entries.
+
+    A cited document that is unknown or not in force (SourceDocument.is_in_force), or a
+    locator not among the document's indexed Sections (exact or normalised). One query.
+    """
+    from questions.sources import nearest_locators, normalise_locator
+
+    found: list[tuple[int, dict]] = []
     cited = {e.citation_document_id for e in entries.values() if e.citation_document_id}
     locators = _locator_index(cited)
     for qpk, entry in entries.items():
@@ -196,27 +143,17 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
             continue
         doc = entry.citation_document
         if doc is None:
-            items[qpk].append(
-                (
-                    Source.SUPERSEDED_CITATION,
-                    {
-                        "doc_id": entry.citation_doc_id,
-                        "problem": "unknown_document",
-                        "edition": edition.name,
-                    },
-                )
-            )
+            found.append((qpk, {"doc_id": entry.citation_doc_id, "problem": "unknown_document"}))
             continue
-        if doc.status != "current":
-            items[qpk].append(
+        if not doc.is_in_force():
+            found.append(
                 (
-                    Source.SUPERSEDED_CITATION,
+                    qpk,
                     {
                         "doc_id": doc.doc_id,
                         "document_edition": doc.edition,
                         "problem": doc.status,
                         "superseded_by": doc.superseded_by.doc_id if doc.superseded_by_id else None,
-                        "edition": edition.name,
                     },
                 )
             )
@@ -229,18 +166,87 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
             wanted = entry.citation_locator
         if entry.citation_locator in known or wanted in known:
             continue
-        items[qpk].append(
+        found.append(
             (
-                Source.SUPERSEDED_CITATION,
+                qpk,
                 {
                     "doc_id": doc.doc_id,
                     "locator": entry.citation_locator,
                     "problem": "locator_not_found",
                     "nearest": nearest_locators(entry.citation_locator, ordered),
-                    "edition": edition.name,
                 },
             )
         )
+    return found
+
+
+def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
+    """Compute what triage would do, without writing: exclusions and {question pk: [(source, detail)]}.
+
+    Keys: "exclusions" and "exclusion_entries" ({question pk: detail / KeyEntry}),
+    "items" ({question pk: [(Source, detail)]}), "labels" ({pk: question_id}), "scored"
+    (set of question pks), "model_scores" ({model_id: score %, 2 decimals}, the
+    leaderboard's). A fixed number of queries: entries, verdicts, flags, the leaderboard's
+    grade rows, sections.
+    """
+    entries = key_entries_for_edition(edition, select_related=("citation_document",))
+    # Scored in this edition (questions.selectors.scored_entries): keyed, not removed,
+    # its effective entry not excluded by audit.
+    scored = set(scored_entries(edition, entries=entries))
+    entries = {q: e for q, e in entries.items() if not e.removed}
+    entry_ids = {e.pk: q for q, e in entries.items()}
+    labels = dict(Question.objects.filter(benchmark=benchmark).values_list("pk", "question_id"))
+
+    exclusions: dict[int, dict] = {}
+    items: dict[int, list[tuple[str, dict]]] = defaultdict(list)
+
+    # Rule 4: the one decision of scoring.audit_rule (the report counts the same).
+    for entry_id, decision in audit_decisions(entry_ids).items():
+        qpk = entry_ids[entry_id]
+        detail = {
+            "verdicts": [
+                {"auditor": a, "verdict": v, "rationale": r} for a, v, r in decision.verdicts
+            ],
+            "edition": edition.name,
+        }
+        if decision.outcome == EXCLUDE:
+            exclusions[qpk] = detail
+        elif decision.outcome == MIXED:
+            detail["note"] = "every auditor adverse but with different verdicts (rule same_verdict)"
+            items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
+        elif decision.outcome == SINGLE:
+            items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
+
+    # Questions this run excludes are not scored either: the detectors' model scores
+    # (rule 2) must not count them, or a first triage and a re-run would disagree.
+    scored -= set(exclusions)
+
+    for qpk, detail in _judge_flags(benchmark, edition, entry_ids).items():
+        items[qpk].append((Source.JUDGE_FLAG, detail))
+
+    # Detector 1: consensus against the key. Rules 1-2 are the engine's, on the grades
+    # the leaderboard uses (scoring.selectors.load_edition_grades: the judge panel at its
+    # current prompt versions), so the model scores here are the leaderboard's.
+    scores: dict[str, float] = {}
+    table = load_edition_grades(edition).table
+    if table is not None:
+        table = table.without_questions(labels[q] for q in exclusions)
+        scores = {m: round(v, 2) for m, v in engine_model_scores(table).items()}
+        qpk_of = {qid: pk for pk, qid in labels.items()}
+        per_question: dict[int, dict[str, int | None]] = defaultdict(dict)
+        for (qid, model_id), value in agreed_grades(table).items():
+            per_question[qpk_of[qid]][model_id] = value
+        for qpk, by_model in per_question.items():
+            if qpk in entries:
+                consensus = _consensus_against_key(benchmark, by_model, scores)
+                if consensus is not None:
+                    items[qpk].append(
+                        (Source.CONSENSUS_AGAINST_KEY, {**consensus, "edition": edition.name})
+                    )
+
+    # Detector 2: superseded or missing citation.
+    for qpk, detail in _citation_findings(entries):
+        items[qpk].append((Source.SUPERSEDED_CITATION, {**detail, "edition": edition.name}))
 
     return {
         "exclusions": {q: d for q, d in exclusions.items()},

@@ -30,6 +30,7 @@ from review.errors import (
     InvalidTransitionError,
     NotAllowedError,
 )
+from review.filters import AuditLogFilter, QueueFilters
 from review.forms import (
     CitationCheckForm,
     DecisionForm,
@@ -110,7 +111,7 @@ def _item_url(item) -> str:
 @requires(permissions.can_view_queue)
 def queue(request: HttpRequest) -> HttpResponse:
     """List review items by priority with filters, counts per status and pagination."""
-    filters = selectors.QueueFilters.from_params(request.GET)
+    filters = QueueFilters.from_params(request.GET)
     counts = selectors.status_counts(filters)
     qs = selectors.queue_row_values(selectors.queue_items(filters, user=request.user))
     paginator = Paginator(qs, PAGE_SIZE)
@@ -526,13 +527,13 @@ def log(request: HttpRequest) -> HttpResponse:
     """The audit log, newest first, filterable by actor, action, target and date."""
     from core.models import AuditLogEntry
 
-    page = Paginator(selectors.log_entries(request.GET), 100).get_page(request.GET.get("page"))
-    bad_dates = []
-    for name, label in (("date_from", "From"), ("date_to", "To")):
-        try:
-            selectors.log_date(request.GET.get(name, ""))
-        except ValueError:
-            bad_dates.append(f"{label} {request.GET.get(name)!r}")
+    log_filter = AuditLogFilter(request.GET)
+    page = Paginator(log_filter.qs, 100).get_page(request.GET.get("page"))
+    bad_dates = [
+        f"{label} {request.GET.get(name)!r}"
+        for name, label in (("date_from", "From"), ("date_to", "To"))
+        if name in log_filter.errors
+    ]
     actions = list(
         AuditLogEntry.objects.order_by("action").values_list("action", flat=True).distinct()
     )

@@ -3,10 +3,11 @@
 Both auditors adverse (`wrong` or `ungradeable`; with SNAGLIST_AUDIT_EXCLUSION_RULE
 `any_adverse` in any combination, with `same_verdict` only the same verdict) -> the key
 entry is excluded from scoring automatically; exactly one adverse -> the question goes to
-human review unchanged ("a single adverse opinion is not evidence"). Each auditor's newest
-verdict on the entry counts (an older prompt version's is superseded).
+human review unchanged ("a single adverse opinion is not evidence"). Each auditor's verdict
+at its current prompt version counts (`audit_decisions` says why).
 
-Used by review's triage (which also queues the review items) and by the bundle import,
+Used by review's triage (which also queues the review items), by the methodology report
+(scoring.report) and, through `exclude_by_audit`, by the bundle import,
 so a benchmark imported with its audits is scored as rule 4 says from the start, and an
 export re-imports to the same exclusions. `exclusions_write` is the one writer of
 exclusions: it writes each with its audit-log entry (core.services.audit_log) in the
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 
 from core.actions import Action
 from core.services import audit_log
@@ -36,38 +39,67 @@ MIXED = "mixed"  # every auditor adverse but with different verdicts, rule same_
 SINGLE = "single"  # exactly one auditor adverse
 
 
-def audit_outcome(verdicts: Sequence[str], rule: str | None = None) -> str | None:
-    """Return EXCLUDE, MIXED, SINGLE or None for one entry's verdicts (one per auditor).
+@dataclass(frozen=True)
+class AuditDecision:
+    """Rule 4 for one key entry: the verdicts that count and what they decide.
 
-    `rule` is "any_adverse" or "same_verdict" (default: SNAGLIST_AUDIT_EXCLUSION_RULE).
-    Two adverse of three auditors is none of these (no unanimity, more than one opinion).
+    `verdicts`: [(auditor judge_id, verdict or None when unparsed, rationale)], one per
+    auditor with a verdict that counts, in judge_id order. `outcome`: EXCLUDE, MIXED,
+    SINGLE or None (see `audit_decisions`).
     """
-    rule = rule or settings.SNAGLIST_AUDIT_EXCLUSION_RULE
+
+    verdicts: tuple[tuple[str, str | None, str], ...]
+    outcome: str | None
+
+
+def _outcome(verdicts: Sequence[str | None], rule: str) -> str | None:
     adverse = [v for v in verdicts if v in ADVERSE]
     if len(verdicts) >= 2 and len(adverse) == len(verdicts):
         return EXCLUDE if rule == "any_adverse" or len(set(adverse)) == 1 else MIXED
     return SINGLE if len(adverse) == 1 else None
 
 
-def newest_verdicts(entry_ids: Iterable[int]) -> dict[int, list[tuple[str, str, str]]]:
-    """Return {key entry pk: [(auditor judge_id, verdict, rationale), ...]} (one query).
+def audit_decisions(entry_ids: Iterable[int], rule: str | None = None) -> dict[int, AuditDecision]:
+    """Decide rule 4 for each key entry of `entry_ids`: {entry pk: AuditDecision} (one query).
 
-    Each auditor's newest verdict on the entry, auditors in judge_id order; entries with
-    no verdict are absent. Only judges with the auditor role count.
+    The one place that decides "adverse" and "single flag" (methodology.md rule 4), used by
+    the exclusion writer (`exclude_by_audit`), review's triage and the methodology report.
+    Entries with no verdict that counts are absent.
+
+    Verdicts that count: each auditor's (role auditor) verdict given with its *current*
+    prompt version; a verdict of an older prompt version does not count. Why: a verdict,
+    like a grade, is the output of one auditor configuration (verdicts and grades are
+    unique per key entry, judge and prompt version), and the figures of rule 12 are those
+    of the current judges and auditors (scoring.selectors uses only current-version
+    grades). After a prompt bump an old verdict is evidence from an auditor that no longer
+    exists, so it may neither exclude an entry nor send it to review; until the auditor
+    has audited again the entry has one opinion fewer. Taking the newest of any version
+    instead would let the queue follow an old prompt while the report did not.
+
+    Outcome, with `rule` "any_adverse" or "same_verdict" (default:
+    SNAGLIST_AUDIT_EXCLUSION_RULE): EXCLUDE when every auditor that counts (two or more)
+    is adverse (`wrong`/`ungradeable`; with same_verdict the same verdict); MIXED when all
+    are adverse with different verdicts under same_verdict; SINGLE when exactly one is
+    adverse; None otherwise (e.g. two adverse of three: no unanimity, more than one
+    opinion). An unparsed verdict (None) counts as an opinion that is not adverse.
     """
-    out: dict[int, list[tuple[str, str, str]]] = defaultdict(list)
-    seen: set[tuple[int, str]] = set()
+    rule = rule or settings.SNAGLIST_AUDIT_EXCLUSION_RULE
+    by_entry: dict[int, list[tuple[str, str | None, str]]] = defaultdict(list)
     for entry_id, auditor, verdict, rationale in (
         AuditVerdict.objects.filter(
-            key_entry_id__in=list(entry_ids), auditor__role=Judge.Role.AUDITOR
+            key_entry_id__in=list(entry_ids),
+            auditor__role=Judge.Role.AUDITOR,
+            prompt_version=F("auditor__prompt_version"),
         )
-        .order_by("auditor__judge_id", "-created_at", "-id")
+        # one verdict per (entry, auditor, prompt version): a database constraint
+        .order_by("key_entry_id", "auditor__judge_id")
         .values_list("key_entry_id", "auditor__judge_id", "verdict", "rationale")
     ):
-        if (entry_id, auditor) not in seen:
-            seen.add((entry_id, auditor))
-            out[entry_id].append((auditor, verdict, rationale))
-    return dict(out)
+        by_entry[entry_id].append((auditor, verdict, rationale))
+    return {
+        entry_id: AuditDecision(tuple(vs), _outcome([v for _, v, _ in vs], rule))
+        for entry_id, vs in by_entry.items()
+    }
 
 
 def exclude_by_audit(
@@ -77,7 +109,7 @@ def exclude_by_audit(
     user=None,
     source: str = "",
 ) -> list[int]:
-    """Exclude every entry of `entry_ids` whose verdicts give EXCLUDE and log each new
+    """Exclude every entry of `entry_ids` whose `audit_decisions` outcome is EXCLUDE and log each new
     exclusion; return the entries newly excluded, in pk order (an entry already excluded
     keeps its first exclusion).
 
@@ -85,10 +117,8 @@ def exclude_by_audit(
     into each log entry's `after` with the entry's edition. Runs in the caller's
     transaction (exclusions_write).
     """
-    verdicts = newest_verdicts(entry_ids)
-    wanted = [
-        e for e, vs in verdicts.items() if audit_outcome([v for _, v, _ in vs], rule) == EXCLUDE
-    ]
+    decisions = audit_decisions(entry_ids, rule)
+    wanted = [e for e, decision in decisions.items() if decision.outcome == EXCLUDE]
     have = set(
         AuditExclusion.objects.filter(key_entry_id__in=wanted).values_list(
             "key_entry_id", flat=True

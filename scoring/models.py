@@ -57,9 +57,6 @@ class Judge(models.Model):
     def __str__(self) -> str:
         return f"{self.judge_id} ({self.get_role_display().lower()})"
 
-    def can_grade(self) -> bool:
-        return bool(self.backend) and self.active
-
 
 class ScoringRun(models.Model):
     """A re-scoring run (grades) or an audit run (verdicts) for one key edition."""

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from questions.models import KeyEdition, KeyEntry
+from scoring.audit_rule import SINGLE, audit_decisions
 from scoring.engine import agreed_grades, compare_leaderboards, grade_changes
 from scoring.engine.robustness import GradeChange
-from scoring.models import AuditVerdict, Grade
+from scoring.models import Grade
 from scoring.selectors import (
     BoardResult,
     EditionGrades,
@@ -82,44 +83,26 @@ def _rate(num: int, den: int) -> float | None:
 def _audit_figures(entry_pks: list[int], auditor_refs: list[JudgeRef]) -> dict[str, Any]:
     """Count single-auditor flags and the auditor agreement over the given key entries.
 
-    Verdicts are those of each auditor's current prompt version. A question is a
-    single-auditor flag when exactly one auditor's verdict is adverse (wrong or
-    ungradeable; methodology.md rule 4). Agreement = entries where every auditor gave a
-    verdict and all verdicts are the same / entries where every auditor gave a verdict.
+    Rule 4 is decided by `scoring.audit_rule.audit_decisions` (the verdicts that count:
+    each auditor's at its current prompt version), as for triage's queue: a single-auditor
+    flag is an entry whose outcome is SINGLE (exactly one auditor adverse). Agreement =
+    entries where every auditor gave a parsed verdict and all verdicts are the same /
+    entries where every auditor gave a parsed verdict.
     """
     if not auditor_refs or not entry_pks:
         return {"single": 0, "agree": 0, "both": 0, "audited": 0}
-    rows = list(
-        AuditVerdict.objects.filter(key_entry_id__in=entry_pks)
-        .filter(_auditor_filter(auditor_refs))
-        .order_by()
-        .values_list("key_entry_id", "auditor_id", "verdict")
-    )
-    per_entry: dict[int, dict[int, str | None]] = {}
-    for entry, auditor, verdict in rows:
-        per_entry.setdefault(entry, {})[auditor] = verdict
-    adverse = {AuditVerdict.Verdict.WRONG, AuditVerdict.Verdict.UNGRADEABLE}
+    decisions = audit_decisions(entry_pks)
     n_auditors = len(auditor_refs)
     single = agree = both = 0
-    for verdicts in per_entry.values():
-        n_adverse = sum(1 for v in verdicts.values() if v in adverse)
-        if n_adverse == 1:
+    for decision in decisions.values():
+        if decision.outcome == SINGLE:
             single += 1
-        given = [v for v in verdicts.values() if v]
+        given = [v for _, v, _ in decision.verdicts if v]
         if n_auditors >= 2 and len(given) == n_auditors:
             both += 1
             if len(set(given)) == 1:
                 agree += 1
-    return {"single": single, "agree": agree, "both": both, "audited": len(per_entry)}
-
-
-def _auditor_filter(auditor_refs: list[JudgeRef]):
-    from django.db.models import Q
-
-    condition = Q(pk__in=[])
-    for a in auditor_refs:
-        condition |= Q(auditor_id=a.pk, prompt_version=a.prompt_version)
-    return condition
+    return {"single": single, "agree": agree, "both": both, "audited": len(decisions)}
 
 
 def _judge_flagged(entry_pks: list[int], judges: list[JudgeRef]) -> int:

@@ -34,7 +34,12 @@ from questions.models import (
     ModelUnderTest,
     Question,
 )
-from questions.selectors import edition_ancestry_ids
+from questions.selectors import (
+    edition_ancestry_ids,
+    excluded_entry_ids,
+    key_entries_for_edition,
+    scored_entries,
+)
 from scoring.engine import (
     AgreementReport,
     GradeTable,
@@ -46,10 +51,6 @@ from scoring.models import Grade, Judge
 
 BANDINGS = ("gap", "ci_overlap")
 CACHE_TIMEOUT = 60 * 60 * 24
-
-
-class NoGradesError(DomainError):
-    """The key edition has no usable grade (nothing graded yet against its entries)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,8 @@ class EntryMap:
     """The effective key entry of every question of an edition (arrays indexed by position).
 
     ``question_pk``, ``entry_pk``, ``entry_edition_pk``: int64 (N,); ``removed``: bool (N,);
-    ``excluded``: bool (N,), the entry is excluded by the key audit (AuditExclusion, rule 4).
+    ``excluded``: bool (N,), the entry is excluded by the key audit (AuditExclusion, rule 4);
+    ``scored``: bool (N,), the question is scored (`questions.selectors.scored_entries`).
     ``root_pk`` is the edition at the top of the chain (normally `original`).
     """
 
@@ -75,6 +77,7 @@ class EntryMap:
     entry_edition_pk: np.ndarray
     removed: np.ndarray
     excluded: np.ndarray
+    scored: np.ndarray
 
     @property
     def root_pk(self) -> int:
@@ -141,44 +144,29 @@ def auditors(benchmark: Benchmark) -> list[JudgeRef]:
 
 # ----------------------------------------------------------------------------- key entries
 def effective_entries(edition: KeyEdition) -> EntryMap:
-    """Return the effective key entry of every question keyed in `edition` (three queries).
+    """Return the effective key entry of every question keyed in `edition` as arrays.
 
-    Same rule as `questions.selectors.key_entries_for_edition` (the nearest edition in the
-    chain that has an entry wins), computed on value rows so 10,000 questions cost no
-    model instances.
+    The entries are `questions.selectors.key_entries_for_edition` (value rows, no model
+    instances), `scored` is `questions.selectors.scored_entries`; this only lays them out
+    for numpy. Three queries.
     """
     chain = edition_ancestry_ids(edition)
-    rank = {edition_id: i for i, edition_id in enumerate(chain)}
-    rows = np.array(
-        list(
-            # order_by(): the model's default ordering would join editions and questions
-            KeyEntry.objects.filter(edition_id__in=chain)
-            .order_by()
-            .values_list("question_id", "id", "edition_id", "removed")
-        ),
-        dtype=np.int64,
-    ).reshape(-1, 4)
-    if rows.size:
-        depth = np.vectorize(rank.__getitem__, otypes=[np.int64])(rows[:, 2])
-        # nearest edition first, then keep the first row of each question
-        order = np.lexsort((depth, rows[:, 0]))
-        rows = rows[order]
-        first = np.ones(len(rows), dtype=bool)
-        first[1:] = rows[1:, 0] != rows[:-1, 0]
-        rows = rows[first]
-    excluded_pks = list(
-        AuditExclusion.objects.filter(key_entry__edition_id__in=chain)
-        .order_by()
-        .values_list("key_entry_id", flat=True)
-    )
+    rows = key_entries_for_edition(edition, fields=("id", "edition_id", "removed"), chain=chain)
+    excluded = excluded_entry_ids(edition)
+    scored = scored_entries(edition, entries=rows, excluded=excluded)
+    values = [row for _, row in sorted(rows.items())]  # question pk order, as before
+    entry_pk = np.fromiter((r.id for r in values), dtype=np.int64, count=len(values))
     return EntryMap(
         edition_pk=edition.pk,
         chain=chain,
-        question_pk=rows[:, 0],
-        entry_pk=rows[:, 1],
-        entry_edition_pk=rows[:, 2],
-        removed=rows[:, 3].astype(bool),
-        excluded=np.isin(rows[:, 1], np.asarray(excluded_pks, dtype=np.int64)),
+        question_pk=np.fromiter((r.question_id for r in values), dtype=np.int64, count=len(values)),
+        entry_pk=entry_pk,
+        entry_edition_pk=np.fromiter(
+            (r.edition_id for r in values), dtype=np.int64, count=len(values)
+        ),
+        removed=np.fromiter((r.removed for r in values), dtype=bool, count=len(values)),
+        excluded=np.isin(entry_pk, np.fromiter(excluded, dtype=np.int64, count=len(excluded))),
+        scored=np.isin(entry_pk, np.fromiter(scored.values(), dtype=np.int64, count=len(scored))),
     )
 
 
@@ -243,10 +231,11 @@ def load_edition_grades(
     q_frame = pd.DataFrame.from_records(q_rows, columns=["pk", "question_id", "category"])
     removed_by_q = dict(zip(entries.question_pk.tolist(), entries.removed.tolist(), strict=True))
     excluded_qs = set(entries.question_pk[entries.excluded].tolist())
+    scored_qs = set(entries.question_pk[entries.scored].tolist())
     q_frame["keyed"] = q_frame["pk"].map(lambda pk: pk in removed_by_q)
     q_frame["excluded_by_audit"] = q_frame["pk"].map(lambda pk: pk in excluded_qs)
     q_frame["removed"] = q_frame["pk"].map(lambda pk: bool(removed_by_q.get(pk, False)))
-    q_frame["scored"] = q_frame["keyed"] & ~q_frame["excluded_by_audit"] & ~q_frame["removed"]
+    q_frame["scored"] = q_frame["pk"].map(lambda pk: pk in scored_qs)
     q_frame = q_frame[q_frame["keyed"]].reset_index(drop=True)
 
     rows = grade_rows(entries, judges)
@@ -501,15 +490,3 @@ def board_for_edition(
     if use_cache:
         cache.set(key, result, CACHE_TIMEOUT)
     return result
-
-
-def editions_of(benchmark: Benchmark) -> list[KeyEdition]:
-    """Return the benchmark's key editions, oldest first."""
-    return list(KeyEdition.objects.filter(benchmark=benchmark).order_by("created_at", "id"))
-
-
-def default_edition(benchmark: Benchmark) -> KeyEdition:
-    """Return the latest published edition; NotFoundError when none is published."""
-    from questions.selectors import get_edition
-
-    return get_edition(benchmark, None)

@@ -24,6 +24,7 @@ from questions.selectors import (
     get_edition,
     key_entries_for_edition,
     latest_published_edition,
+    scored_entries,
 )
 
 
@@ -73,6 +74,38 @@ def test_effective_entries_follow_the_nearest_edition_in_two_queries(
 
 
 @pytest.mark.sqlite
+def test_scored_entries_leave_out_removals_and_audit_exclusions_of_the_effective_entry(
+    bench, django_assert_num_queries
+):
+    """One effective-entry rule in every shape, and one 'scored' rule (issue 16).
+
+    c1 corrects Q1 and removes Q2; the original Q0 entry is excluded by audit. In c1:
+    Q0 inherits the excluded entry (not scored), Q1's correction is scored, Q2 is a
+    removal (not scored). In the original, Q1 and Q2 are scored, Q0 is not.
+    """
+    original = KeyEdition.objects.get(name="original")
+    q0, q1, q2 = (Question.objects.get(question_id=f"Q{i}") for i in range(3))
+    c1 = services.key_edition_create(benchmark=bench, name="c1", parent=original)
+    fix = services.key_entry_create(edition=c1, question=q1, answer="fix", reason="other")
+    services.key_entry_create(edition=c1, question=q2, removed=True, reason="other")
+    services.key_edition_publish(edition=c1, user=None)
+    excluded = KeyEntry.objects.get(edition=original, question=q0)
+    services.key_entry_exclude(entry=excluded, reason="auditors_agree")
+
+    instances = key_entries_for_edition(c1)
+    with django_assert_num_queries(2):
+        rows = key_entries_for_edition(c1, fields=("id", "removed"))
+    assert {q: e.pk for q, e in instances.items()} == {q: r.id for q, r in rows.items()}
+    assert rows[q2.pk].removed and rows[q1.pk].edition_id == c1.pk
+    assert list(key_entries_for_edition(c1, question_ids=[q1.pk])) == [q1.pk]
+    with django_assert_num_queries(3):
+        assert scored_entries(c1) == {q1.pk: fix.pk}
+    original_q1 = KeyEntry.objects.get(edition=original, question=q1)
+    original_q2 = KeyEntry.objects.get(edition=original, question=q2)
+    assert scored_entries(original) == {q1.pk: original_q1.pk, q2.pk: original_q2.pk}
+
+
+@pytest.mark.sqlite
 def test_get_benchmark_needs_a_name_only_when_there_are_several(bench):
     assert get_benchmark(None) == bench
     Benchmark.objects.create(name="two", grade_scale=[0, 1, 2])
@@ -100,7 +133,7 @@ def test_key_entry_create_checks_its_inputs(bench):
 
 
 @pytest.mark.sqlite
-def test_key_entry_exclude_and_include_are_idempotent(bench):
+def test_key_entry_exclude_is_idempotent(bench):
     entry = KeyEntry.objects.get(question__question_id="Q2", edition__name="original")
     exclusion, created = services.key_entry_exclude(entry=entry, reason="audit_both_adverse")
     assert created
@@ -115,9 +148,9 @@ def test_key_entry_exclude_and_include_are_idempotent(bench):
         services.key_entry_exclude(entry=entry, reason=" ")
     with pytest.raises(DomainError, match="50 characters"):
         services.key_entry_exclude(entry=entry, reason="x" * 51)
-    assert services.key_entry_include(entry=entry) is True
-    assert services.key_entry_include(entry=entry) is False
-    assert not AuditExclusion.objects.exists()
+    assert list(AuditExclusion.objects.values_list("key_entry_id", "reason")) == [
+        (entry.pk, "audit_both_adverse")
+    ]
 
 
 @pytest.mark.sqlite

@@ -441,3 +441,28 @@ def synthetic_frame(rng: np.random.Generator, *, n_models: int, n_questions: int
         }
     )
     return frame
+
+
+def test_model_scores_are_the_leaderboards_scores_and_without_questions_unscores():
+    """Hand-checked on 1..3: mA grades 3 and 1 (agreed) -> 100 * (2 + 0) / (2 * 2) = 50.0;
+    mB agreed 2 on q1, judges differ on q2 -> 100 * 1 / (2 * 1) = 50.0 from one response."""
+    from scoring.engine import GradeTable, compute_leaderboard, model_scores
+
+    rows = [
+        {"question_id": "q1", "model_id": "mA", "judge_id": "j1", "grade": 3},
+        {"question_id": "q1", "model_id": "mA", "judge_id": "j2", "grade": 3},
+        {"question_id": "q2", "model_id": "mA", "judge_id": "j1", "grade": 1},
+        {"question_id": "q2", "model_id": "mA", "judge_id": "j2", "grade": 1},
+        {"question_id": "q1", "model_id": "mB", "judge_id": "j1", "grade": 2},
+        {"question_id": "q1", "model_id": "mB", "judge_id": "j2", "grade": 2},
+        {"question_id": "q2", "model_id": "mB", "judge_id": "j1", "grade": 1},
+        {"question_id": "q2", "model_id": "mB", "judge_id": "j2", "grade": 3},
+    ]
+    table = GradeTable.from_records(rows, scale=[1, 2, 3])
+    scores = model_scores(table)
+    assert scores == {"mA": 50.0, "mB": 50.0}
+    board = compute_leaderboard(table, n_bootstrap=0)
+    assert {m.model_id: m.score for m in board.models} == scores
+    # q1 no longer scored: mA keeps q2 (grade 1 -> 0 %), mB has nothing counted.
+    assert model_scores(table.without_questions(["q1"])) == {"mA": 0.0}
+    assert table.scored.all()  # the original table is unchanged

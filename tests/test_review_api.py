@@ -193,3 +193,93 @@ def test_api_docs_page_loads_swagger_ui_from_this_server(admin):
         assert served.status_code == 200, asset
         b"".join(served.streaming_content) if served.streaming else served.content
     assert "cdn.jsdelivr" not in html and "unpkg.com" not in html
+
+
+# ------------------------------------------- one filter definition per list (issue 16)
+QUEUE_PARAMS = [
+    {},
+    {"status": "all"},
+    {"status": "claimed"},
+    {"open": "false"},
+    {"open": "true", "benchmark": "demo"},
+    {"source": "judge_flag"},
+    {"category": "regs", "status": "all"},
+    {"document": "ADA"},
+    {"assignee": "me"},
+    {"assignee": "none"},
+    {"assignee": "reviewer", "status": "all"},
+    {"q": "Q0001"},
+]
+
+
+def test_queue_page_and_api_accept_the_same_filters_and_list_the_same_rows(client, world, reviewer):
+    """review.filters.QueueFilters is the one definition; each query gives the same rows.
+
+    The API used to list closed items when no status was given (its own FilterSet); it now
+    lists what the page lists, the items that are not closed, and `open=false` the closed
+    ones. `q` and `assignee=me`/`none` were page-only before.
+    """
+    items = [
+        ReviewItemFactory(question=world.q(i), benchmark=world.benchmark, priority=300 - i)
+        for i in range(4)
+    ]
+    ReviewItem.objects.filter(pk=items[2].pk).update(source="judge_flag", sources=["judge_flag"])
+    ReviewItem.objects.filter(pk=items[3].pk).update(status="confirmed")
+    services.review_item_claim(item=items[1], user=reviewer)
+    client.force_login(reviewer)
+    expected = {
+        "": ["Q0000", "Q0001", "Q0002"],
+        "status=all": ["Q0000", "Q0001", "Q0002", "Q0003"],
+        "open=false": ["Q0003"],
+        "assignee=me": ["Q0001"],
+        "q=Q0001": ["Q0001"],
+    }
+    for params in QUEUE_PARAMS:
+        page = client.get("/review/", params)
+        assert page.status_code == 200
+        page_rows = [row["qid"] for row in page.context["rows"]]
+        api = api_for(reviewer).get("/api/review/items/", params)
+        assert api.status_code == 200, (params, api.content)
+        api_rows = [r["question_id"] for r in api.json()["results"]]
+        assert api_rows == page_rows, params
+        key = "&".join(f"{k}={v}" for k, v in params.items())
+        if key in expected:
+            assert page_rows == expected[key], params
+    assert api_for(reviewer).get("/api/review/items/?status=bogus").status_code == 400
+    assert api_for(reviewer).get("/api/review/items/?open=maybe").status_code == 400
+    assert client.get("/review/?status=bogus").context["rows"] == []
+
+
+def test_log_page_and_api_accept_the_same_filters_and_dates(client, world, reviewer, admin):
+    """review.filters.AuditLogFilter is the one definition: the same options on both,
+    dates as the page shows them (30/11/2026) or ISO (2026-11-30)."""
+    from django.utils import timezone
+
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    services.review_item_claim(item=item, user=reviewer)
+    services.review_item_release(item=item, user=reviewer)
+    today = timezone.localdate()
+    client.force_login(admin)
+    cases = [
+        ({}, None),
+        ({"actor": "reviewer"}, 2),
+        ({"action": "review_item.claim"}, 1),
+        ({"target_type": "review_item", "target_id": str(item.pk)}, 2),
+        ({"benchmark_name": "demo", "actor": "reviewer"}, 2),
+        ({"actor": "reviewer", "date_from": today.strftime("%d/%m/%Y")}, 2),
+        ({"actor": "reviewer", "date_to": today.isoformat()}, 2),
+        ({"actor": "reviewer", "date_from": today.strftime("%d/%m/%y")}, 2),
+        ({"actor": "reviewer", "date_from": "01/01/2999"}, 0),
+        ({"actor": "reviewer", "date_to": "2000-01-01"}, 0),
+    ]
+    for params, n in cases:
+        page = client.get("/log/", params)
+        page_ids = [e.pk for e in page.context["page"].object_list]
+        api = api_for(admin).get("/api/review/log/", params)
+        assert api.status_code == 200, (params, api.content)
+        assert [e["id"] for e in api.json()["results"]] == page_ids, params
+        if n is not None:
+            assert len(page_ids) == n, params
+    assert api_for(admin).get("/api/review/log/?date_from=31/02/2026").status_code == 400
+    bad = client.get("/log/?date_from=31/02/2026").content.decode()
+    assert "Not a date, so not applied: From &#x27;31/02/2026&#x27;" in bad

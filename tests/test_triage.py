@@ -231,3 +231,90 @@ def test_first_triage_scores_models_without_the_questions_it_excludes():
     again = findings(benchmark, original)
     assert again["model_scores"] == first["model_scores"]
     assert again["items"].keys() == first["items"].keys()
+
+
+# ------------------------------------------------- rules 1-2 and 4 decided once (issue 16)
+def leaderboard_scores(edition) -> dict[str, float]:
+    from scoring.selectors import board_for_edition
+
+    board = board_for_edition(edition, n_bootstrap=0, use_cache=False).leaderboard
+    return {m.model_id: m.score for m in board.models}
+
+
+def test_triage_model_scores_are_the_leaderboards_on_a_1_to_3_scale(db):
+    """Rule 2 on a 1..3 scale: every grade 2 is the middle of the scale, 50 %.
+
+    By hand: the engine scores 100 * sum(g - 1) / ((3 - 1) * n) = 100 * 6 / 12 = 50.0 for
+    each model (six questions, every grade 2). Triage's own copy, deleted, computed
+    100 * sum(g) / (3 * n) = 100 * 12 / 18 = 66.67 for the same grades.
+    """
+    from review.triage import findings
+
+    world = build_world(n_questions=6, n_models=3, grade=2)
+    world.benchmark.grade_scale = [1, 2, 3]
+    world.benchmark.save()
+    found = findings(world.benchmark, world.original)
+    assert found["model_scores"] == {"m00": 50.0, "m01": 50.0, "m02": 50.0}
+    assert found["model_scores"] != {m: 66.67 for m in ("m00", "m01", "m02")}
+    assert leaderboard_scores(world.original) == pytest.approx(found["model_scores"])
+
+
+def test_consensus_against_key_fires_on_a_one_judge_benchmark(db):
+    """With one judge its grade is the counted grade (rule 1 as the leaderboard counts it).
+
+    Triage's own copy asked for two judges, so on a one-judge benchmark the detector never
+    fired; now Q0005 (four of five models at 0) is queued, with the leaderboard's scores:
+    5 questions at 2 and one at 0 -> 100 * 10 / (2 * 6) = 83.33.
+    """
+    world = build_world(n_questions=6, n_models=5)
+    Grade.objects.filter(judge=world.judges[1]).delete()
+    world.judges[1].delete()
+    set_grades(world, 5, 0, models=world.models[:4])
+    triage_run(benchmark=world.benchmark)
+    item = items_by_question(world)["Q0005"]
+    assert item.source == "consensus_against_key"
+    detail = item.evidence.get().detail
+    assert [m["model"] for m in detail["models"]] == ["m00", "m01", "m02", "m03"]
+    assert [m["overall_score"] for m in detail["models"]] == [83.33] * 4
+    assert detail["share"] == 0.8 and detail["n_models"] == 5
+    board = leaderboard_scores(world.original)
+    assert board["m00"] == pytest.approx(100 * 10 / 12)
+    assert board["m04"] == pytest.approx(100.0)
+
+
+def test_after_an_auditor_prompt_bump_the_queue_and_the_report_agree(db):
+    """Rule 4 counts each auditor's verdict at its current prompt version only.
+
+    a2 moves from prompt v1 to v2 and has re-audited only Q0001 so far. Q0000: a1 wrong,
+    a2 wrong at v1 -> one opinion that counts, adverse: a single-auditor flag (the old
+    triage took a2's v1 verdict as newest and excluded Q0000). Q0002: a1 correct, a2 wrong
+    at v1 -> nothing (the old triage queued it). Q0001: a2's v2 verdict `correct` counts.
+    """
+    from scoring.models import AuditVerdict
+    from scoring.report import build_report
+
+    world = build_world(n_questions=4, n_models=2)
+    set_verdicts(world, 0, "wrong", "wrong")
+    set_verdicts(world, 1, "correct", "wrong")
+    set_verdicts(world, 2, "correct", "wrong")
+    a2 = world.auditors[1]
+    a2.prompt_version = "v2"
+    a2.save()
+    AuditVerdict.objects.create(
+        key_entry=world.entry(1), auditor=a2, verdict="correct", prompt_version="v2"
+    )
+
+    counts = triage_run(benchmark=world.benchmark)
+
+    assert counts["excluded"] == 0 and excluded_question_ids() == []
+    queued = sorted(
+        i.question.question_id
+        for i in ReviewItem.objects.filter(benchmark=world.benchmark)
+        if "single_auditor_flag" in i.sources
+    )
+    assert queued == ["Q0000"]
+    verdicts = items_by_question(world)["Q0000"].evidence.get().detail["verdicts"]
+    assert [(v["auditor"], v["verdict"]) for v in verdicts] == [("a1", "wrong")]
+    doc = build_report(world.original)
+    assert doc["single_auditor_flags"] == len(queued) == 1
+    assert doc["excluded_by_audit"] == 0

@@ -16,6 +16,10 @@ seed=0, confidence=0.95) -> Leaderboard``
     rank and band [9]; per category the same figures; agreement rate [1].
     ``Leaderboard.with_banding("ci_overlap")`` re-bands without recomputing.
 
+``model_scores(table) -> {model_id: score %}``
+    Rule 2 scores alone, the same figures as ``compute_leaderboard`` (for triage's
+    detectors) [1, 2].
+
 ``compute_agreement(table, *, scored_only=True) -> AgreementReport``
     Per judge pair: n, n_missing, exact_agreement, cohen_kappa,
     cohen_kappa_quadratic, krippendorff_alpha_ordinal, confusion, notes.
@@ -48,7 +52,7 @@ from __future__ import annotations
 from .agreement import AgreementReport, PairAgreement, compute_agreement, pair_statistics
 from .bands import Placement, assign_bands, assign_bands_ci_overlap
 from .intervals import bootstrap_score_intervals, wilson_interval
-from .leaderboard import CategoryScore, Leaderboard, ModelScore, compute_leaderboard
+from .leaderboard import CategoryScore, Leaderboard, ModelScore, compute_leaderboard, model_scores
 from .robustness import GradeChange, ModelMove, Robustness, compare_leaderboards, grade_changes
 from .table import GradeTable, agreed_grades, classify_responses
 
@@ -72,6 +76,7 @@ __all__ = [
     "compute_agreement",
     "compute_leaderboard",
     "grade_changes",
+    "model_scores",
     "pair_statistics",
     "wilson_interval",
 ]

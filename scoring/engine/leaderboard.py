@@ -156,6 +156,30 @@ class Leaderboard:
         }
 
 
+def _scores(points: np.ndarray, counted: np.ndarray, span: int) -> np.ndarray:
+    """Rule 2 per model: 100 * points / (span * counted), NaN where nothing is counted."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counted > 0, 100.0 * points / (span * np.maximum(counted, 1)), np.nan)
+
+
+def model_scores(table: GradeTable) -> dict[Hashable, float]:
+    """Return {model_id: score in percent 0-100} over the table's scored questions.
+
+    The same figure as ``compute_leaderboard(...).models[i].score`` (rules 1 and 2, same
+    formula and counting: a response counts only when every judge gives the same grade;
+    with one judge every graded response counts; score = 100 * sum(grade - min) /
+    ((max - min) * n_counted)), without intervals, ranks or bands. Models with no counted
+    response are absent. No randomness; O(Q x M x J).
+    """
+    status = classify_responses(table.scored_codes(), table.scale)
+    span = int(table.scale[-1] - table.scale[0])
+    counted = status.counted.sum(axis=0)
+    score = _scores(status.points.sum(axis=0), counted, span)
+    return {
+        model_id: float(score[i]) for i, model_id in enumerate(table.model_ids) if counted[i] > 0
+    }
+
+
 def compute_leaderboard(
     table: GradeTable,
     *,
@@ -187,6 +211,78 @@ def compute_leaderboard(
     Raises ValueError for an unknown banding, a negative band gap, a negative
     n_bootstrap or a confidence outside (0, 1).
     """
+    _check_options(banding, n_bootstrap, confidence, band_gap)
+
+    codes = table.scored_codes()
+    status = classify_responses(codes, table.scale)
+    span = int(table.scale[-1] - table.scale[0])
+
+    counted = status.counted.sum(axis=0)
+    disagreement = status.disagreement.sum(axis=0)
+    unparsed = status.unparsed.sum(axis=0)
+    missing = status.missing_grade.sum(axis=0)
+    points = status.points.sum(axis=0)
+    score = _scores(points, counted, span)
+
+    low, high, methods, wilson_models = _intervals(
+        table, status, points, counted, span, n_bootstrap, seed, confidence
+    )
+
+    categories = _category_scores(table, status, span)
+
+    rows: list[ModelScore] = []
+    for i, model_id in enumerate(table.model_ids):
+        graded_all = int(counted[i] + disagreement[i])
+        rows.append(
+            ModelScore(
+                model_id=model_id,
+                score=None if counted[i] == 0 else float(score[i]),
+                n_counted=int(counted[i]),
+                n_excluded_disagreement=int(disagreement[i]),
+                n_unparsed=int(unparsed[i]),
+                n_missing_grade=int(missing[i]),
+                points=int(points[i]),
+                ci_low=None if np.isnan(low[i]) else float(low[i]),
+                ci_high=None if np.isnan(high[i]) else float(high[i]),
+                ci_method=methods[i],
+                band=None,
+                rank=None,
+                rank_number=None,
+                agreement_rate=(
+                    counted[i] / graded_all if table.n_judges >= 2 and graded_all > 0 else None
+                ),
+                categories=categories[i],
+            )
+        )
+
+    agreement, notes = _agreement_and_notes(
+        table, counted, disagreement, n_bootstrap, wilson_models
+    )
+
+    board = Leaderboard(
+        band_gap=float(band_gap),
+        banding=banding,
+        agreement_rate=agreement,
+        n_bands=0,
+        models=rows,
+        judges=list(table.judge_ids),
+        scale=[int(v) for v in table.scale],
+        n_bootstrap=int(n_bootstrap),
+        seed=seed,
+        confidence=float(confidence),
+        questions_scored=int(codes.shape[0]),
+        responses_total=int(status.present.sum()),
+        responses_counted=int(counted.sum()),
+        responses_excluded_disagreement=int(disagreement.sum()),
+        responses_unparsed=int(unparsed.sum()),
+        responses_missing_grade=int(missing.sum()),
+        notes=notes,
+    )
+    return _apply_placements(board, rows, _band(rows, banding, band_gap))
+
+
+def _check_options(banding: str, n_bootstrap: int, confidence: float, band_gap: float) -> None:
+    """Raise ValueError for an option compute_leaderboard cannot use (see its docstring)."""
     if banding not in BANDINGS:
         raise ValueError(f"banding must be one of {BANDINGS}, got {banding!r}")
     if n_bootstrap < 0:
@@ -196,19 +292,18 @@ def compute_leaderboard(
     if not (band_gap >= 0) or band_gap == float("inf"):
         raise ValueError(f"band gap must be a finite number >= 0, got {band_gap!r}")
 
-    codes = table.scored_codes()
-    status = classify_responses(codes, table.scale)
-    span = int(table.scale[-1] - table.scale[0])
-    n_judges = table.n_judges
 
-    counted = status.counted.sum(axis=0)
-    disagreement = status.disagreement.sum(axis=0)
-    unparsed = status.unparsed.sum(axis=0)
-    missing = status.missing_grade.sum(axis=0)
-    points = status.points.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        score = np.where(counted > 0, 100.0 * points / (span * np.maximum(counted, 1)), np.nan)
-
+def _intervals(
+    table: GradeTable,
+    status: Any,
+    points: np.ndarray,
+    counted: np.ndarray,
+    span: int,
+    n_bootstrap: int,
+    seed: int | None,
+    confidence: float,
+) -> tuple[np.ndarray, np.ndarray, list[str | None], list[Hashable]]:
+    """Return (low, high, method per model, models given Wilson) for compute_leaderboard."""
     z = _z(confidence)
     low = np.full(len(table.model_ids), np.nan)
     high = low.copy()
@@ -234,38 +329,21 @@ def compute_leaderboard(
             wilson_models.append(model_id)
         else:
             methods.append("bootstrap")
+    return low, high, methods, wilson_models
 
-    categories = _category_scores(table, status, span)
 
-    rows: list[ModelScore] = []
-    for i, model_id in enumerate(table.model_ids):
-        graded_all = int(counted[i] + disagreement[i])
-        rows.append(
-            ModelScore(
-                model_id=model_id,
-                score=None if counted[i] == 0 else float(score[i]),
-                n_counted=int(counted[i]),
-                n_excluded_disagreement=int(disagreement[i]),
-                n_unparsed=int(unparsed[i]),
-                n_missing_grade=int(missing[i]),
-                points=int(points[i]),
-                ci_low=None if np.isnan(low[i]) else float(low[i]),
-                ci_high=None if np.isnan(high[i]) else float(high[i]),
-                ci_method=methods[i],
-                band=None,
-                rank=None,
-                rank_number=None,
-                agreement_rate=(
-                    counted[i] / graded_all if n_judges >= 2 and graded_all > 0 else None
-                ),
-                categories=categories[i],
-            )
-        )
-
+def _agreement_and_notes(
+    table: GradeTable,
+    counted: np.ndarray,
+    disagreement: np.ndarray,
+    n_bootstrap: int,
+    wilson_models: list[Hashable],
+) -> tuple[float | None, list[str]]:
+    """Return (agreement rate or None, notes) for compute_leaderboard."""
     notes: list[str] = []
     total_counted = int(counted.sum())
     total_graded = total_counted + int(disagreement.sum())
-    if n_judges < 2:
+    if table.n_judges < 2:
         notes.append("one judge only: every graded response counts; agreement needs two judges")
         agreement = None
     elif total_graded == 0:
@@ -285,27 +363,7 @@ def compute_leaderboard(
             f"Wilson score interval used ({why}): "
             + ", ".join(str(m) for m in sorted(wilson_models, key=_id_key))
         )
-
-    board = Leaderboard(
-        band_gap=float(band_gap),
-        banding=banding,
-        agreement_rate=agreement,
-        n_bands=0,
-        models=rows,
-        judges=list(table.judge_ids),
-        scale=[int(v) for v in table.scale],
-        n_bootstrap=int(n_bootstrap),
-        seed=seed,
-        confidence=float(confidence),
-        questions_scored=int(codes.shape[0]),
-        responses_total=int(status.present.sum()),
-        responses_counted=total_counted,
-        responses_excluded_disagreement=int(disagreement.sum()),
-        responses_unparsed=int(unparsed.sum()),
-        responses_missing_grade=int(missing.sum()),
-        notes=notes,
-    )
-    return _apply_placements(board, rows, _band(rows, banding, band_gap))
+    return agreement, notes
 
 
 # ---------------------------------------------------------------------- helpers

@@ -8,6 +8,7 @@ DataFrame from the database and calls :meth:`GradeTable.from_frame`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -206,6 +207,15 @@ class GradeTable:
     def scored_codes(self) -> np.ndarray:
         """Return ``codes`` restricted to scored questions, shape (Q_scored, M, J)."""
         return self.codes[self.scored]
+
+    def without_questions(self, question_ids: Iterable[Hashable]) -> GradeTable:
+        """Return a copy in which the given questions are carried but no longer scored.
+
+        For a caller that has decided to exclude questions whose exclusion is not stored
+        yet (triage's rule-4 outcome of the run it is computing). Unknown ids are ignored.
+        """
+        drop = np.isin(self.question_ids, np.asarray(list(question_ids), dtype=object))
+        return dataclasses.replace(self, scored=self.scored & ~drop)
 
     def grade_values(self, codes: np.ndarray) -> np.ndarray:
         """Map grade codes to grade values as float (NaN where absent or null)."""
