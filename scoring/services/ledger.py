@@ -74,7 +74,7 @@ def settle_item(
     """Move one item from pending to `state` and bump the run counters; False if already settled.
 
     `call` (its ledger row) gets `call_outcome` and `detail` when both are given. Used for
-    audit pairs and for failures settled one by one; grade pairs are settled in batches
+    audit pairs (verdicts, reuses and failures); grade pairs are settled in batches
     (scoring.services.batching).
 
     Runs inside the caller's transaction, so the grade, the ledger and the counters commit
@@ -201,10 +201,10 @@ def judge_failed(
 def claim_group(
     group: Sequence[WorkItem], outcome: ChunkOutcome, lock: threading.Lock
 ) -> list[WorkItem]:
-    """Claim a group of work entries: lease their pending pairs with one UPDATE, add the
+    """Claim a group of work items: lease their pending pairs with one UPDATE, add the
     pairs leased elsewhere to outcome.busy (under `lock`), mark the unfinished earlier calls
     of the pairs claimed before (by this run: a killed worker's, say) lost; return the
-    claimed entries, in order.
+    claimed items, in order.
 
     A pair claimed for the first time in its run has no earlier call of this run, and the
     other runs' unfinished calls of the chunk's pairs were marked lost when the chunk began
