@@ -48,20 +48,22 @@ def settle_chunk(
     Raises database errors (and a task's time limit) after settling what finished.
     """
     outcome = ChunkOutcome()
-    keys = [PairKey(p[0], int(p[1]), int(p[2])) for p in pairs]
+    keys = [PairKey(r, int(j), int(e)) for r, j, e in pairs]
     if not keys:
         return outcome
     found = RunItem.objects.filter(
-        run=run, key_entry_id__in={k[2] for k in keys}, judge_id__in={k[1] for k in keys}
+        run=run,
+        key_entry_id__in={k.key_entry_id for k in keys},
+        judge_id__in={k.judge_id for k in keys},
     )
     if run.kind == ScoringRun.Kind.GRADE:
-        found = found.filter(response_id__in={k[0] for k in keys})
+        found = found.filter(response_id__in={k.response_id for k in keys})
     items = {(i.response_id, i.judge_id, i.key_entry_id): i for i in found}
-    judges = Judge.objects.in_bulk({k[1] for k in keys})
+    judges = Judge.objects.in_bulk({k.judge_id for k in keys})
     entries = KeyEntry.objects.select_related("question", "citation_document").in_bulk(
-        {k[2] for k in keys}
+        {k.key_entry_id for k in keys}
     )
-    responses = Response.objects.in_bulk({k[0] for k in keys if k[0] is not None})
+    responses = Response.objects.in_bulk({k.response_id for k in keys if k.response_id is not None})
     present = _present_results(run, keys, judges)
     backends = {} if backends is None else backends
     work: list[WorkItem] = []
@@ -147,7 +149,7 @@ def _grade_chunk(
 
 
 def _present_results(
-    run: ScoringRun, keys: Sequence[tuple], judges: dict[int, Judge]
+    run: ScoringRun, keys: Sequence[PairKey], judges: dict[int, Judge]
 ) -> set[tuple]:
     """Return the chunk's pairs that already have a grade (or verdict) at the judge's current
     prompt version: one query for the whole chunk instead of one per pair."""
@@ -155,12 +157,12 @@ def _present_results(
     wanted = set(keys)
     if run.kind == ScoringRun.Kind.AUDIT:
         rows = AuditVerdict.objects.filter(
-            auditor_id__in=list(versions), key_entry_id__in={k[2] for k in keys}
+            auditor_id__in=list(versions), key_entry_id__in={k.key_entry_id for k in keys}
         ).values_list("auditor_id", "key_entry_id", "prompt_version")
         return {(None, a, e) for a, e, v in rows if versions.get(a) == v} & wanted
     rows = Grade.objects.filter(
         judge_id__in=list(versions),
-        response_id__in={k[0] for k in keys},
-        key_entry_id__in={k[2] for k in keys},
+        response_id__in={k.response_id for k in keys},
+        key_entry_id__in={k.key_entry_id for k in keys},
     ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version")
     return {(r, j, e) for r, j, e, v in rows if versions.get(j) == v} & wanted
