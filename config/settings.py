@@ -6,6 +6,7 @@ folder and, with no REDIS_URL, Celery tasks run eagerly in the web process.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from pathlib import Path
@@ -222,6 +223,46 @@ for _name in ("SNAGLIST_BAND_GAP", "SNAGLIST_CLAIM_MINUTES", "SNAGLIST_BOOTSTRAP
         raise ImproperlyConfigured(f"{_name} must be positive, not {globals()[_name]!r}")
 if not 0 < SNAGLIST_CONSENSUS_SHARE <= 1:
     raise ImproperlyConfigured("SNAGLIST_CONSENSUS_SHARE must be in (0, 1]")
+
+# --- Re-scoring workers (scoring.services.tunables, scoring.tasks) -------------
+# A value that is not a number stops start-up with ImproperlyConfigured naming it.
+
+
+def _scoring_number(name: str, cast: type, default: float, *, zero_ok: bool) -> float:
+    # Floats are parsed with float() itself: env.float drops the characters it does not
+    # expect, so "1e3" would silently become 13.0.
+    raw = env.str(name, default="").strip()
+    try:
+        value = default if raw == "" else cast(raw)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value):
+        kind = "an integer" if cast is int else "a number"
+        raise ImproperlyConfigured(f"{name} must be {kind}, not {raw!r}")
+    if value < 0 or (value == 0 and not zero_ok):
+        limit = "zero or more" if zero_ok else "positive"
+        raise ImproperlyConfigured(f"{name} must be {limit}, not {value!r}")
+    return value
+
+
+# Pairs per scoring.grade_chunk task. Each chunk ends by draining its calls and the next
+# begins by loading its rows, so small chunks leave judge slots idle: on the throughput bench
+# (bench/README.md) chunks of 50 gave 1.48x the floor, 250 1.29x, 500 1.25x, 1,000
+# 1.23-1.27x. 500 calls at 16 in flight and 5 s a call take ~160 s, well inside the task's
+# time limit.
+SNAGLIST_RESCORE_CHUNK = _scoring_number("SNAGLIST_RESCORE_CHUNK", int, 500, zero_ok=False)
+# Seconds a claimed pair stays reserved for its worker (longer than a call with its retries).
+SNAGLIST_PAIR_LEASE_SECONDS = _scoring_number(
+    "SNAGLIST_PAIR_LEASE_SECONDS", float, 900.0, zero_ok=False
+)
+# Threads one worker process may add to grade chunks (0: each chunk on its task's thread).
+SNAGLIST_JUDGE_THREADS = _scoring_number("SNAGLIST_JUDGE_THREADS", int, 64, zero_ok=True)
+# Times a chunk is sent again for pairs whose judge is unavailable (0: never).
+SNAGLIST_RESCORE_MAX_RETRIES = _scoring_number("SNAGLIST_RESCORE_MAX_RETRIES", int, 8, zero_ok=True)
+# First backoff in seconds for an unavailable judge (doubles per retry, capped at 600).
+SNAGLIST_RESCORE_RETRY_BASE_SECONDS = _scoring_number(
+    "SNAGLIST_RESCORE_RETRY_BASE_SECONDS", float, 30.0, zero_ok=False
+)
 
 LOGGING = {
     "version": 1,

@@ -37,7 +37,7 @@ def board_staleness(edition: KeyEdition) -> dict[str, Any]:
     """Return {"stale": bool, "stale_reason": str | None} for the edition's figures.
 
     The figures are stale while the edition's newest re-scoring run
-    (`scoring.services.latest_run`) is pending or running, or when it ended failed or
+    (`scoring.runs_selectors.latest_run`) is pending or running, or when it ended failed or
     cancelled and some of its pairs still lack a grade: grades that were written are
     real grades and are shown, but the page must say the figures do not yet reflect the
     pairs still owed. A later complete run clears it. Not cached (two queries), so a
@@ -47,7 +47,7 @@ def board_staleness(edition: KeyEdition) -> dict[str, Any]:
     from django.utils import timezone
 
     from scoring.models import Grade, RunItem, ScoringRun
-    from scoring.services import latest_run
+    from scoring.runs_selectors import latest_run
 
     run = latest_run(edition)
     if run is None or run.status == ScoringRun.Status.COMPLETE:

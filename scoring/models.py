@@ -219,7 +219,7 @@ class JudgeCall(models.Model):
         indexes = [
             models.Index(fields=["run", "judge"], name="call_run_judge_idx"),
             # A claim looks up its pairs' unfinished earlier calls by (judge, response, key
-            # entry, prompt version) (services._mark_lost_many). Without an index on the
+            # entry, prompt version) (services.ledger.mark_lost_many). Without an index on the
             # whole pair, PostgreSQL combined the judge and key-entry indexes, reading half
             # the ledger per pair: 3-5 ms per claim at 12,000 rows, growing with the table.
             models.Index(

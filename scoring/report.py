@@ -222,41 +222,64 @@ def build_report(
     }
 
     if compare is not None:
-        cmp_board = board_for_edition(compare, judge_ids=judge_names or None)
-        cmp_data = load_edition_grades(compare, judge_ids=judge_names or None)
-        if cmp_board.leaderboard is not None and lb is not None:
-            robust = compare_leaderboards(cmp_board.leaderboard, lb).to_dict()
-            doc["top3_unchanged"] = robust["top3_unchanged"]
-            doc["bottom5_unchanged"] = robust["bottom5_unchanged"]
-            doc["kendall_tau"] = robust["kendall_tau"]
-            doc["model_moves"] = robust["models"]
-            doc["band_changes"] = robust["band_changes"]
-            doc["n_bands_compare"] = robust["n_bands_original"]
-            doc["notes"] += [n for n in robust["notes"] if n not in doc["notes"]]
-        changed = _changed_question_ids(data, cmp_data)
-        if changed and data.table is not None:
-            # Scored questions only: a question excluded or removed in one edition is not
-            # counted there, so it moves in or out of scoring (newly / no longer counted).
-            before = (
-                agreed_grades(cmp_data.table, scored_only=True)
-                if cmp_data.table is not None
-                else {}
-            )
-            after = agreed_grades(data.table, scored_only=True)
-            reasons = _entry_reasons(data, changed)
-            doc["grade_changes"] = [
-                {
-                    **c.to_dict(),
-                    "question_id": str(c.question_id),
-                    "reason": reasons.get(str(c.question_id), ""),
-                }
-                for c in grade_changes(before, after, question_ids=changed)
-            ]
-        elif changed:
-            doc["grade_changes"] = [
-                {**GradeChange(q, 0, 0, 0, 0).to_dict(), "reason": ""} for q in changed
-            ]
+        _add_comparison(doc, compare, data, board, judge_names)
+    doc["provenance"] = _provenance(edition, compare, board, judge_names, auditor_names)
+    return doc
 
+
+def _add_comparison(
+    doc: dict[str, Any],
+    compare: KeyEdition,
+    data: EditionGrades,
+    board: BoardResult,
+    judge_names: list[str],
+) -> None:
+    """Fill the report's comparison figures in `doc` (robustness against `compare`'s
+    leaderboard, per-response grade changes of the questions whose key entry differs)."""
+    lb = board.leaderboard
+    cmp_board = board_for_edition(compare, judge_ids=judge_names or None)
+    cmp_data = load_edition_grades(compare, judge_ids=judge_names or None)
+    if cmp_board.leaderboard is not None and lb is not None:
+        robust = compare_leaderboards(cmp_board.leaderboard, lb).to_dict()
+        doc["top3_unchanged"] = robust["top3_unchanged"]
+        doc["bottom5_unchanged"] = robust["bottom5_unchanged"]
+        doc["kendall_tau"] = robust["kendall_tau"]
+        doc["model_moves"] = robust["models"]
+        doc["band_changes"] = robust["band_changes"]
+        doc["n_bands_compare"] = robust["n_bands_original"]
+        doc["notes"] += [n for n in robust["notes"] if n not in doc["notes"]]
+    changed = _changed_question_ids(data, cmp_data)
+    if changed and data.table is not None:
+        # Scored questions only: a question excluded or removed in one edition is not
+        # counted there, so it moves in or out of scoring (newly / no longer counted).
+        before = (
+            agreed_grades(cmp_data.table, scored_only=True) if cmp_data.table is not None else {}
+        )
+        after = agreed_grades(data.table, scored_only=True)
+        reasons = _entry_reasons(data, changed)
+        doc["grade_changes"] = [
+            {
+                **c.to_dict(),
+                "question_id": str(c.question_id),
+                "reason": reasons.get(str(c.question_id), ""),
+            }
+            for c in grade_changes(before, after, question_ids=changed)
+        ]
+    elif changed:
+        doc["grade_changes"] = [
+            {**GradeChange(q, 0, 0, 0, 0).to_dict(), "reason": ""} for q in changed
+        ]
+
+
+def _provenance(
+    edition: KeyEdition,
+    compare: KeyEdition | None,
+    board: BoardResult,
+    judge_names: list[str],
+    auditor_names: list[str],
+) -> dict[str, dict[str, Any]]:
+    """Return the report's provenance: {figure: {edition, judges or auditors, data}}."""
+    benchmark = edition.benchmark
     e, j, a = edition.name, judge_names, auditor_names
     c = compare.name if compare else None
     questions = f"questions of benchmark {benchmark.name} keyed in edition {e}"
@@ -313,7 +336,7 @@ def build_report(
             j,
             f"agreed grades per response under editions {c} and {e} for questions whose key entry differs",
         )
-    doc["provenance"] = {
+    return {
         k: {
             "edition": ed,
             "judges"
@@ -323,7 +346,6 @@ def build_report(
         }
         for k, (ed, who, what) in prov.items()
     }
-    return doc
 
 
 def _entry_reasons(data: EditionGrades, question_ids: list[str]) -> dict[str, str]:

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from questions.errors import DomainError
-from scoring import services
+from scoring import runs_selectors, services
 from scoring.models import Judge, ScoringRun
 from scoring.runs_permissions import CanManageRuns
 from scoring.runs_views import runs_queryset
@@ -70,7 +70,7 @@ class RunDetailSerializer(RunSerializer):
 
     @extend_schema(responses=LedgerSerializer)
     def get_ledger(self, run: ScoringRun) -> dict:
-        return services.ledger_summary(run)
+        return runs_selectors.ledger_summary(run)
 
 
 class RunCreateSerializer(serializers.Serializer):

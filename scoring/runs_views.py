@@ -20,7 +20,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from questions.errors import DomainError
 from questions.models import Benchmark, KeyEdition
-from scoring import services
+from scoring import runs_selectors, services
 from scoring.models import Judge, RunItem, ScoringRun
 from scoring.runs_permissions import can_manage_runs
 
@@ -122,7 +122,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ).count()
     context = {
         "run": run,
-        "ledger": services.ledger_summary(run),
+        "ledger": runs_selectors.ledger_summary(run),
         "failed_items": failed,
         "pending_held": pending_held,
         "notes": [line for line in run.error.splitlines() if line],

@@ -1,8 +1,9 @@
 """Celery tasks of re-scoring and key-audit runs: ids in, services do the work.
 
 - `scoring.run_start(run_id)`: mark the run running and fan its pending pairs out in
-  chunks of SNAGLIST_RESCORE_CHUNK (500; see services.DEFAULT_CHUNK_SIZE) to `scoring.grade_chunk`. Sending it again is
-  how a run resumes (`rescore --resume`): settled pairs are skipped.
+  chunks of SNAGLIST_RESCORE_CHUNK (500; see scoring.services.tunables) to
+  `scoring.grade_chunk`. Sending it again is how a run resumes (`rescore --resume`):
+  settled pairs are skipped.
 - `scoring.grade_chunk(run_id, pairs)`: settle each pair ([response id or null, judge id,
   key entry id]) by the run's kind; the chunk that settles the last pair closes the run
   (DB counters, no chord: we have no result backend).
@@ -17,44 +18,23 @@ another worker (after the lease).
 from __future__ import annotations
 
 import logging
-import os
 import random
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.db.models import Max
 from django.utils import timezone
 
 from scoring import services
 from scoring.models import RunItem, ScoringRun
+from scoring.services.tunables import max_chunk_retries, retry_base_seconds
 
 logger = logging.getLogger(__name__)
 
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
 CHUNK_SOFT_LIMIT = 1500
 CHUNK_HARD_LIMIT = 1560
-
-
-def _int_setting(name: str, default: int) -> int:
-    return int(getattr(settings, name, os.environ.get(name, default)))
-
-
-def max_chunk_retries() -> int:
-    """Return how often a chunk is sent again for pairs still owed (SNAGLIST_RESCORE_MAX_RETRIES)."""
-    return _int_setting("SNAGLIST_RESCORE_MAX_RETRIES", 8)
-
-
-def retry_base_seconds() -> float:
-    """Return the first backoff for an unavailable judge (SNAGLIST_RESCORE_RETRY_BASE_SECONDS)."""
-    return float(
-        getattr(
-            settings,
-            "SNAGLIST_RESCORE_RETRY_BASE_SECONDS",
-            os.environ.get("SNAGLIST_RESCORE_RETRY_BASE_SECONDS", 30),
-        )
-    )
 
 
 @shared_task(

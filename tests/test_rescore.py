@@ -13,9 +13,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from scoring import services
+from scoring import runs_selectors, services
 from scoring.judges import AuditResult, GradeResult, JudgeUnavailable
 from scoring.models import AuditVerdict, Grade, JudgeCall, RunItem, ScoringRun
+from scoring.services import backends, ledger, vendor_sql
+from scoring.services.batching import BatchSettler
+from scoring.services.work import Finished, PairKey, WorkItem
 from tests.worker_fixtures import build_benchmark, publish_correction
 
 pytestmark = pytest.mark.django_db
@@ -86,7 +89,7 @@ class CountingBackend:
 @pytest.fixture
 def fake_backend(monkeypatch):
     backend = CountingBackend()
-    monkeypatch.setattr(services, "judge_backend", lambda judge: backend)
+    monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
     return backend
 
 
@@ -215,7 +218,7 @@ def test_call_in_flight_at_a_kill_is_counted_lost_and_asked_once_more(data, fake
     )
     _started_call(run, item, prompt_version="v1")
     services.settle_chunk(run=run, pairs=[item.pair()])
-    ledger = services.ledger_summary(run)
+    ledger = runs_selectors.ledger_summary(run)
     assert ledger["in_flight_at_kill"] == 1 and ledger["ok"] == 1 and ledger["paid_twice"] == 0
     assert (
         Grade.objects.filter(
@@ -246,8 +249,8 @@ def test_another_runs_call_in_flight_is_marked_lost_when_a_chunk_of_its_pairs_be
 
     assert JudgeCall.objects.get(pk=stale.pk).outcome == JudgeCall.Outcome.LOST
     assert JudgeCall.objects.get(pk=other.pk).outcome == JudgeCall.Outcome.STARTED
-    assert services.ledger_summary(killed)["in_flight_at_kill"] == 1
-    later_ledger = services.ledger_summary(later)
+    assert runs_selectors.ledger_summary(killed)["in_flight_at_kill"] == 1
+    later_ledger = runs_selectors.ledger_summary(later)
     assert (later_ledger["calls"], later_ledger["ok"], later_ledger["in_flight_at_kill"]) == (
         1,
         1,
@@ -268,12 +271,14 @@ def test_only_pairs_claimed_before_look_for_their_unfinished_calls(data):
     items = list(run.items.select_related("judge", "response", "key_entry").order_by("pk"))
 
     def entry(item):
-        return (item.pair(), item.judge, item.key_entry, item.response, item, True)
+        return WorkItem(
+            PairKey(*item.pair()), item.judge, item.key_entry, item.response, item, True
+        )
 
     outcome = services.ChunkOutcome()
     with CaptureQueriesContext(connection) as first:
-        claimed = services._claim_group([entry(i) for i in items[:3]], outcome, threading.Lock())
-    assert [e[4].pk for e in claimed] == [i.pk for i in items[:3]]
+        claimed = ledger.claim_group([entry(i) for i in items[:3]], outcome, threading.Lock())
+    assert [w.item.pk for w in claimed] == [i.pk for i in items[:3]]
     assert [q["sql"].split()[:2] for q in first.captured_queries] == [
         ["UPDATE", '"scoring_runitem"']
     ]
@@ -284,8 +289,8 @@ def test_only_pairs_claimed_before_look_for_their_unfinished_calls(data):
     )
     in_flight = _started_call(run, items[3])
     with CaptureQueriesContext(connection) as again:
-        claimed = services._claim_group([entry(i) for i in items[3:5]], outcome, threading.Lock())
-    assert [e[4].pk for e in claimed] == [items[3].pk, items[4].pk]
+        claimed = ledger.claim_group([entry(i) for i in items[3:5]], outcome, threading.Lock())
+    assert [w.item.pk for w in claimed] == [items[3].pk, items[4].pk]
     assert [q["sql"].split()[:2] for q in again.captured_queries] == [
         ["UPDATE", '"scoring_runitem"'],
         ["UPDATE", '"scoring_judgecall"'],
@@ -335,14 +340,14 @@ def test_a_grade_written_meanwhile_is_reused_and_the_rest_of_the_batch_is_settle
 
     earlier = Grade.objects.create(**{**grade(items[1], 0), "rationale": "written meanwhile"})
     batch = [
-        services._Finished(i.pk, RunItem.State.GRADED, c.pk, JudgeCall.Outcome.OK, "", grade(i, 2))
+        Finished(i.pk, RunItem.State.GRADED, c.pk, JudgeCall.Outcome.OK, "", grade(i, 2))
         for i, c in zip(items, calls, strict=True)
     ]
     before = ScoringRun.objects.values_list("done", "graded", "reused", "failed", "unparsed").get(
         pk=run.pk
     )
     outcome = services.ChunkOutcome()
-    services._BatchSettler(run, outcome, threading.Lock()).write(batch)
+    BatchSettler(run, outcome, threading.Lock()).write(batch)
 
     assert [RunItem.objects.get(pk=i.pk).state for i in items] == ["graded", "reused", "graded"]
     kept = Grade.objects.get(pk=earlier.pk)
@@ -365,7 +370,7 @@ def test_unparsed_output_is_stored_as_null_grade_with_raw_output(
     data, monkeypatch, django_capture_on_commit_callbacks
 ):
     backend = CountingBackend(unparsed=True)
-    monkeypatch.setattr(services, "judge_backend", lambda judge: backend)
+    monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
     corrected = publish_correction(data)
     run = _run(corrected, data.judges[:1], django_capture_on_commit_callbacks)
     assert (run.status, run.graded, run.unparsed, run.failed) == ("complete", 3, 3, 0)
@@ -381,14 +386,14 @@ def test_unavailable_judge_marks_pairs_failed_and_the_run_reports_it(
 ):
     settings.SNAGLIST_RESCORE_MAX_RETRIES = 0
     backend = CountingBackend(unavailable_for=10**6)
-    monkeypatch.setattr(services, "judge_backend", lambda judge: backend)
+    monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
     corrected = publish_correction(data)
     run = _run(corrected, data.judges, django_capture_on_commit_callbacks)
     assert (run.status, run.failed, run.graded, run.done) == ("failed", 6, 0, 6)
     assert "6 pairs failed; a new run will retry them" in run.error
     assert set(run.items.values_list("state", flat=True)) == {"failed"}
     assert "HTTP 429" in run.items.first().detail
-    assert services.ledger_summary(run)["failed"] == 6
+    assert runs_selectors.ledger_summary(run)["failed"] == 6
     assert not Grade.objects.filter(run=run).exists()
     # the failed pairs still lack a grade: the next run asks for them again
     assert len(services.rescore_needed_pairs(edition=corrected, judges=data.judges)) == 6
@@ -399,11 +404,11 @@ def test_judge_answering_429_for_a_while_is_retried_and_the_run_completes(
 ):
     settings.SNAGLIST_RESCORE_MAX_RETRIES = 5
     backend = CountingBackend(unavailable_for=3)
-    monkeypatch.setattr(services, "judge_backend", lambda judge: backend)
+    monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
     corrected = publish_correction(data)
     run = _run(corrected, data.judges, django_capture_on_commit_callbacks)
     assert (run.status, run.graded, run.failed) == ("complete", 6, 0)
-    ledger = services.ledger_summary(run)
+    ledger = runs_selectors.ledger_summary(run)
     assert ledger["retries"] == 3 and ledger["ok"] == 6 and ledger["paid_twice"] == 0
     assert Grade.objects.filter(run=run).count() == 6
 
@@ -562,12 +567,19 @@ def test_started_ledger_rows_are_one_insert_in_the_entries_order(data, django_as
     )
     assert len(responses) == 5
     judges = [data.judges[n % 2] for n in range(5)]
-    entries = [
-        (None, j, entries_of[r.question_id], r, None, False)
+    work = [
+        WorkItem(
+            PairKey(r.pk, j.pk, entries_of[r.question_id].pk),
+            j,
+            entries_of[r.question_id],
+            r,
+            None,
+            False,
+        )
         for j, r in zip(judges, responses, strict=True)
     ]
     with django_assert_num_queries(1):
-        refs = services._started_rows(run, entries)
+        refs = ledger.started_rows(run, work)
     rows = {c.pk: c for c in JudgeCall.objects.filter(pk__in=[r.pk for r in refs])}
     assert len(rows) == 5
     for ref, judge, response in zip(refs, judges, responses, strict=True):
@@ -585,7 +597,7 @@ def test_started_ledger_rows_are_one_insert_in_the_entries_order(data, django_as
 
 @pytest.mark.sqlite
 def test_grades_written_in_one_insert_keep_awkward_text_and_null_grades(data):
-    """_insert_rows (one JSON parameter on PostgreSQL, VALUES rows on SQLite) stores text with
+    """vendor_sql.insert_rows (one JSON parameter on PostgreSQL, VALUES rows on SQLite) stores text with
     quotes, backslashes, braces, commas, newlines and non-ASCII exactly, and a null grade as
     null (unparsed), not 0."""
     from questions.models import Response
@@ -629,7 +641,7 @@ def test_grades_written_in_one_insert_keep_awkward_text_and_null_grades(data):
             responses, [2, None, 0], awkward, [False, True, False], strict=True
         )
     ]
-    ids = services._insert_rows(Grade, columns, rows)
+    ids = vendor_sql.insert_rows(Grade, columns, rows)
     stored = [Grade.objects.get(pk=pk) for pk in ids]
     assert [(g.response_id, g.grade, g.raw_output, g.rationale, g.flag) for g in stored] == [
         (r.pk, grade, text, text, flag)
@@ -642,7 +654,7 @@ def test_grades_written_in_one_insert_keep_awkward_text_and_null_grades(data):
 
 @pytest.mark.sqlite
 def test_lost_calls_are_marked_only_for_the_claimed_pairs_at_their_prompt_version(data):
-    """_mark_lost_many (one UPDATE against arrays on PostgreSQL, SELECT + UPDATE elsewhere)
+    """ledger.mark_lost_many (one UPDATE against arrays on PostgreSQL, SELECT + UPDATE elsewhere)
     marks "started" and "ok" rows of exactly the given (judge, response, key entry, prompt
     version) pairs as lost, and nothing else."""
     from questions.models import Response
@@ -670,7 +682,7 @@ def test_lost_calls_are_marked_only_for_the_claimed_pairs_at_their_prompt_versio
         call(j2, r1, "started"),  # the same response with the other judge: not claimed
         call(j1, r2, "started"),  # another response: not claimed
     ]
-    marked = services._mark_lost_many(
+    marked = ledger.mark_lost_many(
         [(j1, r1.pk, entry_of[r1.question_id]), (j2, r2.pk, entry_of[r2.question_id])]
     )
     assert marked == 2
@@ -693,9 +705,7 @@ def test_lost_calls_are_marked_only_for_the_claimed_pairs_at_their_prompt_versio
         prompt_version=v1,
         outcome="started",
     )
-    marked = services._mark_lost_many(
-        [(j1, r2.pk, entry_of[r2.question_id])], other_than_run=later.pk
-    )
+    marked = ledger.mark_lost_many([(j1, r2.pk, entry_of[r2.question_id])], other_than_run=later.pk)
     assert marked == 1
     assert JudgeCall.objects.get(pk=kept[3].pk).outcome == "lost"
     assert JudgeCall.objects.get(pk=mine.pk).outcome == "started"
@@ -733,7 +743,7 @@ def test_lost_call_lookup_uses_the_pair_index_on_a_ledger_without_statistics(dat
         assert cursor.fetchone()[0] < 1
     pairs = [(j1, r.pk, entry_of[r.question_id]) for r in responses[:8]]
     with CaptureQueriesContext(connection) as captured:
-        marked = services._mark_lost_many(pairs)
+        marked = ledger.mark_lost_many(pairs)
     assert marked == 150 * 8
     (update,) = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("UPDATE")]
     with connection.cursor() as cursor:

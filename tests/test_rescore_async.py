@@ -2,7 +2,7 @@
 
 Grade runs whose judges are openai/anthropic backends call them as coroutines on the
 process's judge loop (scoring.judges.aio) while the task's thread writes the ledger, grades
-and counters in batches (services._grade_async). Here the real SDKs talk to the loopback
+and counters in batches (scoring.services.aio_transport.grade_on_loop). Here the real SDKs talk to the loopback
 judge server over HTTP, tasks run eagerly, and the database is PostgreSQL with committed
 transactions, so a second thread can cancel a run while it is being graded.
 """
@@ -16,8 +16,9 @@ import pytest
 from django.db.models import Count
 
 import tests.judge_server as loopback
-from scoring import services
+from scoring import runs_selectors, services
 from scoring.models import Grade, JudgeCall, RunItem, ScoringRun
+from scoring.services import aio_transport
 from scoring.tasks import run_start
 from tests.judge_server import JudgeServer, ok, status
 from tests.worker_fixtures import build_benchmark, publish_correction
@@ -63,9 +64,7 @@ def _one_grade_per_pair() -> bool:
 
 def test_the_event_loop_path_is_the_one_model_judges_take(data):
     judge = data.judges[0]
-    assert services._async_ready(
-        [((None, judge.pk, 0),)], {judge.pk: services.judge_backend(judge)}
-    )
+    assert aio_transport.async_ready([services.judge_backend(judge)])
 
 
 def test_after_a_one_question_correction_it_calls_exactly_models_x_judges(data, judge_server):
@@ -86,7 +85,7 @@ def test_after_a_one_question_correction_it_calls_exactly_models_x_judges(data, 
     assert (run.status, run.needed, run.graded, run.failed) == ("complete", 6, 6, 0)
     assert len(judge_server.requests) == 3 * 2  # models x judges, nothing else re-bought
     assert Grade.objects.filter(run=run, grade=1).count() == 6
-    assert services.ledger_summary(run)["ok"] == 6
+    assert runs_selectors.ledger_summary(run)["ok"] == 6
     assert JudgeCall.objects.filter(run=run).count() == 6
     assert _one_grade_per_pair()
     # a duplicate delivery of the whole run calls nothing more
@@ -149,7 +148,7 @@ def test_cancel_stops_new_calls_and_settles_the_ones_in_flight(data, judge_serve
     assert 6 <= called < 36  # it stopped submitting soon after the cancel
     # every call that went out was settled: a grade and an "ok" ledger row each
     assert Grade.objects.filter(run=run).count() == called == run.graded
-    assert services.ledger_summary(run)["ok"] == called
+    assert runs_selectors.ledger_summary(run)["ok"] == called
     assert not JudgeCall.objects.filter(run=run, outcome=JudgeCall.Outcome.STARTED).exists()
     # the pairs never called are pending and not leased: a resume can take them
     pending = RunItem.objects.filter(run=run, state=RunItem.State.PENDING)

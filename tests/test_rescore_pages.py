@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from scoring import services
 from scoring.models import ScoringRun
+from scoring.services import backends
 from tests.test_rescore import CountingBackend
 from tests.worker_fixtures import build_benchmark, publish_correction
 
@@ -30,7 +31,7 @@ def admin_client(client):
 @pytest.fixture
 def fake_backend(monkeypatch):
     backend = CountingBackend()
-    monkeypatch.setattr(services, "judge_backend", lambda judge: backend)
+    monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
     return backend
 
 
@@ -155,7 +156,7 @@ def test_run_detail_lists_failed_pairs(
 ):
     settings.SNAGLIST_RESCORE_MAX_RETRIES = 0
     backend = CountingBackend(unavailable_for=10**6)
-    monkeypatch.setattr(services, "judge_backend", lambda judge: backend)
+    monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
     corrected = publish_correction(data)
     with django_capture_on_commit_callbacks(execute=True):
         run = services.scoring_run_create(edition=corrected, judges=data.judges[:1])

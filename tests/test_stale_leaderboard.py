@@ -20,6 +20,7 @@ from questions.errors import InvalidTransitionError
 from scoring import services
 from scoring.board_views import board_staleness
 from scoring.models import Grade, RunItem, ScoringRun
+from scoring.services import backends
 from scoring.tasks import run_start
 from tests.test_leaderboard import _private_cache  # noqa: F401 - autouse, locmem cache
 from tests.worker_fixtures import build_benchmark, publish_correction
@@ -185,7 +186,7 @@ def test_cancel_stops_the_remaining_pairs_and_marks_the_board_stale(
                 services.scoring_run_cancel(run=ScoringRun.objects.get(pk=run.pk))
             return self.inner.grade(inp)
 
-    monkeypatch.setattr(services, "judge_backend", CancelAfterThree)
+    monkeypatch.setattr(backends, "judge_backend", CancelAfterThree)
     run_start.delay(run.pk)
     run.refresh_from_db()
 

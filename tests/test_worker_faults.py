@@ -28,7 +28,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.db.models import Count
 
-from scoring import services
+from scoring import runs_selectors, services
 from scoring.models import Grade, JudgeCall, RunItem, ScoringRun
 from tests import redis_fixtures, worker_fixtures
 from tests.worker_fixtures import build_benchmark, use_openai_judges
@@ -90,7 +90,7 @@ def _assert_exactly_once(run: ScoringRun, fake_judge) -> dict:
     assert grades.count() == PAIRS
     assert grades.values(*keys).distinct().count() == PAIRS
     assert not Grade.objects.values(*keys).annotate(n=Count("id")).filter(n__gt=1).exists()
-    ledger = services.ledger_summary(run)
+    ledger = runs_selectors.ledger_summary(run)
     assert ledger["ok"] == PAIRS and ledger["paid_twice"] == 0 and ledger["in_flight"] == 0
     assert ledger["calls"] == (
         ledger["ok"] + ledger["in_flight_at_kill"] + ledger["retries"] + ledger["failed"]

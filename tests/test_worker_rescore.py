@@ -13,7 +13,7 @@ import time
 import pytest
 from django.db.models import Count
 
-from scoring import services
+from scoring import runs_selectors, services
 from scoring.models import Grade, JudgeCall, ScoringRun
 from tests import worker_fixtures
 from tests.worker_fixtures import build_benchmark, publish_correction, use_openai_judges
@@ -33,7 +33,7 @@ def _assert_one_grade_per_pair(run: ScoringRun, expected: int) -> None:
     )
     assert not per_pair.exists()
     assert Grade.objects.filter(run=run).count() == expected
-    ledger = services.ledger_summary(run)
+    ledger = runs_selectors.ledger_summary(run)
     assert ledger["ok"] == expected and ledger["paid_twice"] == 0 and ledger["in_flight"] == 0
 
 
@@ -91,7 +91,7 @@ def test_worker_killed_twice_mid_run_then_resumed_grades_each_pair_once(
 
     assert (run.status, run.graded, run.failed, run.done) == ("complete", 36, 0, 36), worker.log()
     _assert_one_grade_per_pair(run, 36)
-    ledger = services.ledger_summary(run)
+    ledger = runs_selectors.ledger_summary(run)
     # only calls in flight at a kill were paid twice, and they are counted
     assert fake_openai_judge.calls <= 36 + ledger["in_flight_at_kill"]
     assert (
@@ -119,4 +119,4 @@ def test_judge_answering_429_for_a_while_still_completes(celery_worker_factory, 
     assert (run.status, run.graded, run.failed) == ("complete", 24, 0), worker.log()
     assert fake_openai_judge.rejected > 0 and fake_openai_judge.calls == 24
     _assert_one_grade_per_pair(run, 24)
-    assert services.ledger_summary(run)["retries"] > 0
+    assert runs_selectors.ledger_summary(run)["retries"] > 0

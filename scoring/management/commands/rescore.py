@@ -29,7 +29,7 @@ from questions.cli import (
     write_json,
 )
 from questions.errors import DomainError
-from scoring import services
+from scoring import runs_selectors, services
 from scoring.models import Judge, ScoringRun
 
 
@@ -172,7 +172,7 @@ class RunCommand(JsonCommand):
             time.sleep(0.5)
 
     def _report(self, run: ScoringRun, fmt: str) -> None:
-        summary = services.run_summary(run)
+        summary = runs_selectors.run_summary(run)
         if fmt == "json":
             write_json(self, summary)
             return

@@ -1,0 +1,89 @@
+"""Re-scoring and key-audit runs: which pairs lack a grade, and grading them once (rule 8).
+
+A package split by concern, with one direction (checked by import-linter, pyproject.toml);
+each module imports only modules below it:
+
+    runs            create / start / resume / cancel / close a run; follow-up tasks
+    pairs           which judges can grade; which pairs lack a current grade or verdict
+    chunks          settle_chunk: a chunk's pairs down the one path of their kind
+    aio_transport | threads
+                    grade calls on the judge event loop | on threads (and audit pairs)
+    batching        BatchSettler: finished grade pairs settled in one transaction a batch
+    ledger          claims, the judge-call ledger ("started" before a call), lost calls
+    backends        judge backends per Judge row (cached per process), their inputs
+    vendor_sql      the hand-written SQL of the hot path, per database vendor
+    work            WorkItem, PairKey, ChunkOutcome, Finished, PairBusy, PairUnavailable
+    tunables        chunk size, lease, thread cap (settings), batch sizes, poll intervals
+
+Exactly-once, in the database: see scoring.services.ledger. The reads of runs (ledger and
+run summaries, the latest run) are in scoring.runs_selectors.
+
+The names below are the package's public interface for the rest of the project (views,
+API, tasks, commands, review); import them from `scoring.services`.
+"""
+
+from __future__ import annotations
+
+from scoring.services.backends import citation_text, judge_backend, judge_backend_config
+from scoring.services.chunks import settle_chunk
+from scoring.services.ledger import LOST_DETAIL
+from scoring.services.pairs import (
+    active_graders,
+    audit_needed_pairs,
+    graders_for,
+    rescore_needed_pairs,
+)
+from scoring.services.runs import (
+    audit_run_start,
+    leaderboard_refresh,
+    pending_pairs,
+    rescore_after_publish,
+    scoring_run_begin,
+    scoring_run_cancel,
+    scoring_run_create,
+    scoring_run_enqueue,
+    scoring_run_finish,
+    scoring_run_resume,
+)
+from scoring.services.tunables import (
+    chunk_size,
+    chunk_threads_cap,
+    pair_lease_seconds,
+)
+from scoring.services.work import (
+    ACTIVE_STATUSES,
+    ChunkOutcome,
+    Pair,
+    PairBusy,
+    PairUnavailable,
+)
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "LOST_DETAIL",
+    "ChunkOutcome",
+    "Pair",
+    "PairBusy",
+    "PairUnavailable",
+    "active_graders",
+    "audit_needed_pairs",
+    "audit_run_start",
+    "chunk_size",
+    "chunk_threads_cap",
+    "citation_text",
+    "graders_for",
+    "judge_backend",
+    "judge_backend_config",
+    "leaderboard_refresh",
+    "pair_lease_seconds",
+    "pending_pairs",
+    "rescore_after_publish",
+    "rescore_needed_pairs",
+    "scoring_run_begin",
+    "scoring_run_cancel",
+    "scoring_run_create",
+    "scoring_run_enqueue",
+    "scoring_run_finish",
+    "scoring_run_resume",
+    "settle_chunk",
+]

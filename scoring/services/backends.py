@@ -1,0 +1,137 @@
+"""Judge backends for Judge rows: their configuration, a per-process cache, their inputs.
+
+Above the work vocabulary; imports nothing else of scoring.services.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.conf import settings
+
+from questions.models import KeyEntry
+from scoring.models import Judge
+from scoring.services.work import WorkItem
+
+_REDIS_CLIENT: Any = None
+
+
+def _redis_client() -> Any | None:
+    global _REDIS_CLIENT
+    url = getattr(settings, "REDIS_URL", "")
+    if not url:
+        return None
+    if _REDIS_CLIENT is None:
+        import redis
+
+        _REDIS_CLIENT = redis.Redis.from_url(url)
+    return _REDIS_CLIENT
+
+
+def judge_backend_config(judge: Judge) -> dict[str, Any]:
+    """Return the scoring.judges config for a Judge row (secrets stay in the environment).
+
+    The row's backend, model, base_url and api_key_env (the NAME of the variable) plus the
+    backend_settings keys the judges package knows (temperature, max_tokens, strictness,
+    concurrency, rpm, ...); unknown keys are dropped here rather than failing every pair.
+    """
+    from scoring.judges import CONFIG_KEYS
+
+    config = {k: v for k, v in (judge.backend_settings or {}).items() if k in CONFIG_KEYS}
+    config["backend"] = judge.backend
+    if judge.backend == "reference" and "strictness" not in config:
+        # A bundle names the reference variant in `model` ("reference-strict"); bundles
+        # carry no backend_settings, so the name is the only place the strictness travels.
+        config["strictness"] = "strict" if judge.model.endswith("strict") else "lenient"
+    if judge.model:
+        config["model"] = judge.model
+    if judge.base_url:
+        config["base_url"] = judge.base_url
+    if judge.api_key_env:
+        config["api_key_env"] = judge.api_key_env
+    return config
+
+
+_BACKENDS: dict[tuple, Any] = {}
+_BACKENDS_LOCK = threading.Lock()
+_BACKENDS_MAX = 64
+
+
+def judge_backend(judge: Judge) -> Any:
+    """Return a judge backend for a Judge row, rate-limited across workers (Redis) if configured.
+
+    One backend (with its pooled HTTP client and its limiter) is kept per judge configuration
+    per process and shared by threads, so a worker does not open a new connection pool per
+    chunk; a changed row (other model, URL, settings, key variable name) gets a new one.
+    The API key itself is never part of the cache: backends read it at each call.
+    Raises scoring.judges.JudgeConfigError for a bad configuration.
+
+    The chunk path looks this function up on this module at call time
+    (`backends.judge_backend(judge)`), so a test replaces it here
+    (`monkeypatch.setattr(scoring.services.backends, "judge_backend", ...)`) to put a
+    double in front of every judge: the one seam for fake backends.
+    """
+    from scoring.judges import JudgeConfig, get_backend, limiter_for
+
+    raw = judge_backend_config(judge)
+    judge_key = f"{judge.benchmark_id}:{judge.judge_id}"
+    cache_key = (judge_key, repr(sorted(raw.items())), getattr(settings, "REDIS_URL", ""))
+    with _BACKENDS_LOCK:
+        backend = _BACKENDS.get(cache_key)
+    if backend is not None:
+        return backend
+    config = JudgeConfig.from_dict(raw)
+    limiter = limiter_for(config, _redis_client(), judge_key)
+    backend = get_backend(config, limiter=limiter)
+    with _BACKENDS_LOCK:
+        if len(_BACKENDS) >= _BACKENDS_MAX:
+            _BACKENDS.pop(next(iter(_BACKENDS)))  # oldest; its pool closes when collected
+        backend = _BACKENDS.setdefault(cache_key, backend)
+    return backend
+
+
+def citation_text(entry: KeyEntry) -> str:
+    """Return "<document> (<edition>) <locator>: <quote>" for a key entry ("" if uncited)."""
+    if not entry.has_citation:
+        return ""
+    doc = entry.citation_document
+    head = (doc.short_title or doc.title) if doc else entry.citation_doc_id
+    if doc and doc.edition:
+        head = f"{head} ({doc.edition})"
+    head = f"{head} {entry.citation_locator}".strip()
+    quote = (entry.citation_quote or "").strip()
+    return f"{head}: {quote}" if quote else head
+
+
+def grading_input(work: WorkItem, scale: list) -> Any:
+    """Return the scoring.judges.GradingInput for a grade pair's work item: question, key
+    answer, citation text and response text, with the benchmark's grade `scale`."""
+    from scoring.judges import GradingInput
+
+    key_entry, response = work.key_entry, work.response
+    return GradingInput(
+        question=key_entry.question.text,
+        key_answer=key_entry.answer,
+        citation_text=citation_text(key_entry),
+        response=response.text,
+        scale=scale,
+    )
+
+
+class BrokenBackend:
+    """Stands in for a backend whose configuration was refused: every call fails the pair.
+
+    Its grade() and audit() raise scoring.judges.JudgeConfigError with the refusal's text.
+    """
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+    def grade(self, inp: Any) -> Any:
+        """Raise JudgeConfigError with the refusal's text."""
+        from scoring.judges import JudgeConfigError
+
+        raise JudgeConfigError(str(self.exc))
+
+    audit = grade

@@ -1,0 +1,129 @@
+"""Settling a grade run's finished pairs in batches: one transaction per batch.
+
+A batch's grades (one INSERT that skips pairs graded meanwhile), its run items and ledger
+rows (one UPDATE per distinct state) and the run counters (one UPDATE) commit together.
+Above the ledger, below the transports that feed it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from django.db import transaction
+
+from scoring.models import Grade, RunItem, ScoringRun
+from scoring.services.tunables import SETTLE_BATCH, SETTLE_SECONDS
+from scoring.services.vendor_sql import insert_rows, settle_sql
+from scoring.services.work import ChunkOutcome, Finished
+
+# A grade's pair: the columns (attnames) of its unique constraint, read from the model so
+# the two cannot drift apart.
+GRADE_PAIR = next(
+    tuple(Grade._meta.get_field(f).attname for f in c.fields)
+    for c in Grade._meta.constraints
+    if c.name == "grade_unique_per_key_and_prompt"
+)
+
+
+class BatchSettler:
+    """Collect finished grade pairs from a chunk's threads and settle them in batches.
+
+    A batch is written when it holds SETTLE_BATCH pairs or its first pair has waited
+    SETTLE_SECONDS (`add`, `flush_if_due`), and at the end of the chunk (`flush`). Each
+    written pair is counted in `outcome` (under `lock`, the chunk's outcome lock, kept as
+    `outcome_lock` for the transports). Thread-safe.
+    """
+
+    def __init__(self, run: ScoringRun, outcome: ChunkOutcome, lock: threading.Lock) -> None:
+        self.run = run
+        self.outcome = outcome
+        self.outcome_lock = lock
+        self.lock = threading.Lock()
+        self.pending: list[Finished] = []
+        self.since = 0.0
+
+    def add(self, done: Finished) -> None:
+        """Queue one finished pair; write the batch when it is full or its first pair is due."""
+        import time
+
+        with self.lock:
+            if not self.pending:
+                self.since = time.monotonic()
+            self.pending.append(done)
+            if len(self.pending) < SETTLE_BATCH and time.monotonic() - self.since < SETTLE_SECONDS:
+                return
+            batch, self.pending = self.pending, []
+        self.write(batch)
+
+    def flush_if_due(self) -> None:
+        """Write the pending batch if its first pair has waited SETTLE_SECONDS."""
+        import time
+
+        with self.lock:
+            due = bool(self.pending) and time.monotonic() - self.since >= SETTLE_SECONDS
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write whatever is queued now (nothing when the queue is empty)."""
+        with self.lock:
+            batch, self.pending = self.pending, []
+        if batch:
+            self.write(batch)
+
+    def write(self, batch: list[Finished]) -> None:
+        """One transaction: the batch's grades, its items, its ledger rows and the run counters.
+
+        A grade whose pair was graded meanwhile (another run or delivery) is skipped by the
+        INSERT itself and its pair settled as reused, paying nothing more. The UPDATEs are
+        plain SQL (vendor_sql.settle_sql): the ORM spent ~1 ms of CPU building each, per batch."""
+        from django.db import connection
+
+        with transaction.atomic():
+            with_grade = [d for d in batch if d.grade is not None]
+            if with_grade:
+                columns = tuple(with_grade[0].grade)
+                at = [columns.index(c) for c in GRADE_PAIR]
+                rows = [[d.grade[c] for c in columns] for d in with_grade]
+                inserted = set(insert_rows(Grade, columns, rows, skip_conflicts=GRADE_PAIR))
+                for d, row in zip(with_grade, rows, strict=True):
+                    if tuple(row[i] for i in at) not in inserted:
+                        d.state = RunItem.State.REUSED
+            items: dict[tuple[str, str], list[int]] = {}
+            calls: dict[tuple[str, str], list[int]] = {}
+            for d in batch:
+                items.setdefault((d.state, d.detail[:2000]), []).append(d.item_id)
+                if d.call_id is not None:
+                    calls.setdefault((d.call_outcome, d.detail[:2000]), []).append(d.call_id)
+            sql = settle_sql(connection)
+            bump: dict[str, int] = {}
+            with connection.cursor() as cursor:
+                for (state, detail), ids in items.items():
+                    cursor.execute(
+                        sql["items"] % ", ".join(["%s"] * len(ids)),
+                        [state, detail, *ids, RunItem.State.PENDING],
+                    )
+                    moved = cursor.rowcount
+                    if not moved:
+                        continue
+                    bump["done"] = bump.get("done", 0) + moved
+                    column = {
+                        RunItem.State.REUSED: "reused",
+                        RunItem.State.FAILED: "failed",
+                    }.get(state, "graded")
+                    bump[column] = bump.get(column, 0) + moved
+                    if state == RunItem.State.UNPARSED:
+                        bump["unparsed"] = bump.get("unparsed", 0) + moved
+                for (call_outcome, detail), ids in calls.items():
+                    cursor.execute(
+                        sql["calls"] % ", ".join(["%s"] * len(ids)), [call_outcome, detail, *ids]
+                    )
+                if bump:
+                    qn = connection.ops.quote_name
+                    cursor.execute(
+                        sql["run"] % ", ".join(f"{qn(c)} = {qn(c)} + %s" for c in bump),
+                        [*bump.values(), self.run.pk],
+                    )
+        with self.outcome_lock:
+            for d in batch:
+                self.outcome.count(d.state)

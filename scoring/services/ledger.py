@@ -1,0 +1,343 @@
+"""The ledger of judge calls and the run items' claims and settles: exactly-once, in the database.
+
+- A pair is claimed by a conditional update of its RunItem (state pending, no live
+  lease), so two deliveries of one task cannot both call the judge for it
+  (`claim_group` for grade pairs, `start_call` for audit pairs).
+- The JudgeCall ledger row is written (outcome "started") BEFORE the backend is called
+  (`started_rows`, `start_call`) and settled afterwards, in the same transaction as the
+  grade and the run counters. A "started" row found when a pair is claimed again was in
+  flight when its worker was killed: it is marked "lost" (paid, no grade) and the pair is
+  called once more (`mark_lost_many`).
+- `finished_pair` turns a judge's answer or failure into what to settle; the batch
+  settler (scoring.services.batching) writes grade pairs, `settle_item` one audit pair.
+
+Below the transports; above the work vocabulary, the backends and the vendor SQL.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from questions.models import KeyEntry, Response
+from scoring.models import Judge, JudgeCall, RunItem, ScoringRun
+from scoring.services.tunables import pair_lease_seconds
+from scoring.services.vendor_sql import claim_items, insert_rows, mark_calls_lost
+from scoring.services.work import (
+    CallRef,
+    ChunkOutcome,
+    Finished,
+    PairBusy,
+    PairUnavailable,
+    WorkItem,
+    append_note,
+    is_database_error,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _claim(item: RunItem) -> bool:
+    """Lease one pending, unleased item (attempts + 1); True when this caller got it."""
+    now = timezone.now()
+    claimed = (
+        RunItem.objects.filter(pk=item.pk, state=RunItem.State.PENDING)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .update(
+            lease_until=now + timedelta(seconds=pair_lease_seconds()), attempts=F("attempts") + 1
+        )
+    )
+    return claimed == 1
+
+
+def release_item(item: RunItem) -> None:
+    """Give up the lease on a still pending item so that any worker may claim it at once."""
+    RunItem.objects.filter(pk=item.pk, state=RunItem.State.PENDING).update(lease_until=None)
+
+
+def settle_item(
+    *,
+    run: ScoringRun,
+    item: RunItem,
+    state: str,
+    call: JudgeCall | CallRef | None = None,
+    call_outcome: str = "",
+    detail: str = "",
+) -> bool:
+    """Move one item from pending to `state` and bump the run counters; False if already settled.
+
+    `call` (its ledger row) gets `call_outcome` and `detail` when both are given. Used for
+    audit pairs (verdicts, reuses and failures); grade pairs are settled in batches
+    (scoring.services.batching).
+
+    Runs inside the caller's transaction, so the grade, the ledger and the counters commit
+    together or not at all.
+    """
+    moved = RunItem.objects.filter(pk=item.pk, state=RunItem.State.PENDING).update(
+        state=state, lease_until=None, detail=detail[:2000]
+    )
+    if call is not None and call_outcome:
+        JudgeCall.objects.filter(pk=call.pk).update(outcome=call_outcome, detail=detail[:2000])
+    if not moved:
+        return False
+    bump: dict[str, Any] = {"done": F("done") + 1}
+    if state in (RunItem.State.GRADED, RunItem.State.UNPARSED):
+        bump["graded"] = F("graded") + 1
+    if state == RunItem.State.UNPARSED:
+        bump["unparsed"] = F("unparsed") + 1
+    if state == RunItem.State.REUSED:
+        bump["reused"] = F("reused") + 1
+    if state == RunItem.State.FAILED:
+        bump["failed"] = F("failed") + 1
+    ScoringRun.objects.filter(pk=run.pk).update(**bump)
+    return True
+
+
+def run_item_for(
+    run: ScoringRun, response_id: int | None, judge_id: int, key_entry_id: int
+) -> RunItem:
+    """Return the run's item for a pair, creating it (and counting it needed) if missing."""
+    lookup = {"run": run, "judge_id": judge_id, "key_entry_id": key_entry_id}
+    lookup["response_id"] = response_id
+    item = RunItem.objects.filter(**lookup).first()
+    if item is not None:
+        return item
+    try:
+        with transaction.atomic():
+            item = RunItem.objects.create(**lookup)
+            ScoringRun.objects.filter(pk=run.pk).update(needed=F("needed") + 1)
+    except IntegrityError:
+        item = RunItem.objects.get(**lookup)
+    return item
+
+
+# The ledger's note on a call that was in flight when its worker died (paid, no result).
+LOST_DETAIL = "in flight when its worker stopped; called again"
+
+
+def _mark_lost_calls(*, judge: Judge, response_id: int | None, key_entry_id: int) -> int:
+    """Mark earlier calls for this pair that never produced a grade as lost (paid, no result)."""
+    return JudgeCall.objects.filter(
+        judge=judge,
+        response_id=response_id,
+        key_entry_id=key_entry_id,
+        prompt_version=judge.prompt_version,
+        outcome__in=(JudgeCall.Outcome.STARTED, JudgeCall.Outcome.OK),
+    ).update(outcome=JudgeCall.Outcome.LOST, detail=LOST_DETAIL)
+
+
+def _graded_outcome(result: Any, judge: Judge) -> tuple[str, str, str]:
+    """Return (item state, rationale, detail) for a judge's GradeResult: "unparsed" with a
+    rationale saying why when it holds no grade (counted as unparsed, never as 0), and a note
+    when the backend answered with another prompt version than the Judge row's."""
+    state = RunItem.State.GRADED if result.grade is not None else RunItem.State.UNPARSED
+    rationale = result.rationale or ""
+    if result.grade is None and not rationale:
+        rationale = f"unparsed: {result.parse_error or 'no grade found'}"
+    detail = result.parse_error or ""
+    if result.prompt_version and result.prompt_version != judge.prompt_version:
+        detail = append_note(detail, f"backend prompt {result.prompt_version}")
+    return state, rationale, detail
+
+
+def start_call(
+    run: ScoringRun, item: RunItem, judge: Judge, response: Response | None, key_entry: KeyEntry
+) -> JudgeCall:
+    """Claim `item` and write its ledger row before the judge is asked; return the row.
+
+    An earlier unfinished call of the same pair (a killed worker's) is marked lost first.
+    Raises PairBusy when another worker holds the item's lease. Used by the audit path;
+    grade pairs are claimed in groups (claim_group) and their rows written by started_rows.
+    """
+    if not _claim(item):
+        raise PairBusy(item.pk)
+    _mark_lost_calls(
+        judge=judge, response_id=response.pk if response else None, key_entry_id=key_entry.pk
+    )
+    return JudgeCall.objects.create(
+        run=run,
+        judge=judge,
+        response=response,
+        key_entry=key_entry,
+        prompt_version=judge.prompt_version,
+        outcome=JudgeCall.Outcome.STARTED,
+    )
+
+
+def judge_failed(
+    run: ScoringRun, item: RunItem, call: JudgeCall | CallRef, detail: str, *, retryable: bool
+) -> str:
+    """Record a judge's failure on a claimed pair; return "failed" or raise PairUnavailable.
+
+    retryable: the ledger row is marked "retry", the pair released for a later attempt and
+    PairUnavailable raised; otherwise the pair and its ledger row are settled as failed
+    with `detail` (one transaction).
+    """
+    if retryable:
+        JudgeCall.objects.filter(pk=call.pk).update(
+            outcome=JudgeCall.Outcome.RETRY, detail=detail[:2000]
+        )
+        RunItem.objects.filter(pk=item.pk).update(lease_until=None, detail=detail[:2000])
+        raise PairUnavailable(detail)
+    with transaction.atomic():
+        settle_item(
+            run=run,
+            item=item,
+            state=RunItem.State.FAILED,
+            call=call,
+            call_outcome=JudgeCall.Outcome.FAILED,
+            detail=detail,
+        )
+    return RunItem.State.FAILED
+
+
+def claim_group(
+    group: Sequence[WorkItem], outcome: ChunkOutcome, lock: threading.Lock
+) -> list[WorkItem]:
+    """Claim a group of work items: lease their pending pairs with one UPDATE, add the
+    pairs leased elsewhere to outcome.busy (under `lock`), mark the unfinished earlier calls
+    of the pairs claimed before (by this run: a killed worker's, say) lost; return the
+    claimed items, in order.
+
+    A pair claimed for the first time in its run has no earlier call of this run, and the
+    other runs' unfinished calls of the chunk's pairs were marked lost when the chunk began
+    (scoring.services.chunks): the lookup, ~0.7 ms of PostgreSQL's CPU per claim of 32 and
+    almost always empty, runs only for the re-claimed ones."""
+    claimed = claim_items([w.item.pk for w in group], lease_seconds=pair_lease_seconds())
+    mine = [w for w in group if w.item.pk in claimed]
+    with lock:
+        outcome.busy.extend(list(w.key) for w in group if w.item.pk not in claimed)
+    mark_lost_many(
+        [(w.judge, w.key.response_id, w.key.key_entry_id) for w in mine if claimed[w.item.pk] > 1]
+    )
+    return mine
+
+
+def mark_lost_many(
+    pairs: Sequence[tuple[Judge, int | None, int]], *, other_than_run: int | None = None
+) -> int:
+    """Mark the unfinished earlier calls ("started" or "ok" ledger rows at the judge's
+    current prompt version) of several pairs lost; return how many rows were marked.
+
+    pairs: (judge, response id or None, key entry id) each. other_than_run: a run id whose
+    own calls are left as they are (None: every run's). On PostgreSQL, for grade pairs, ONE
+    UPDATE (vendor_sql.mark_calls_lost); otherwise one SELECT (usually empty) and at most
+    one UPDATE.
+    """
+    from django.db import connection
+
+    if not pairs:
+        return 0
+    if connection.vendor == "postgresql" and all(r is not None for _, r, _ in pairs):
+        return mark_calls_lost(
+            [(j.pk, r, e, j.prompt_version) for j, r, e in pairs],
+            detail=LOST_DETAIL,
+            other_than_run=other_than_run,
+        )
+    want = {(j.pk, r, e, j.prompt_version) for j, r, e in pairs}
+    calls = JudgeCall.objects.filter(
+        judge_id__in={j.pk for j, _, _ in pairs},
+        response_id__in={r for _, r, _ in pairs},
+        key_entry_id__in={e for _, _, e in pairs},
+        outcome__in=(JudgeCall.Outcome.STARTED, JudgeCall.Outcome.OK),
+    )
+    if other_than_run is not None:
+        calls = calls.exclude(run_id=other_than_run)
+    rows = calls.values_list("pk", "judge_id", "response_id", "key_entry_id", "prompt_version")
+    ids = [pk for pk, j, r, e, v in rows if (j, r, e, v) in want]
+    if not ids:
+        return 0
+    return JudgeCall.objects.filter(pk__in=ids).update(
+        outcome=JudgeCall.Outcome.LOST, detail=LOST_DETAIL
+    )
+
+
+_STARTED_COLUMNS = (
+    "run_id",
+    "judge_id",
+    "response_id",
+    "key_entry_id",
+    "prompt_version",
+    "outcome",
+    "detail",
+)
+
+
+def started_rows(run: ScoringRun, work: Sequence[WorkItem]) -> list[CallRef]:
+    """Write the "started" ledger rows of grade pairs' calls in ONE INSERT (to commit before
+    the calls go out); return references to them in `work`'s order."""
+    rows = [
+        (
+            run.pk,
+            w.judge.pk,
+            w.response.pk,
+            w.key_entry.pk,
+            w.judge.prompt_version,
+            JudgeCall.Outcome.STARTED,
+            "",
+        )
+        for w in work
+    ]
+    return [CallRef(pk) for pk in insert_rows(JudgeCall, _STARTED_COLUMNS, rows)]
+
+
+def finished_pair(
+    run: ScoringRun,
+    work: WorkItem,
+    call: JudgeCall | CallRef,
+    final_attempt: bool,
+    *,
+    result: Any = None,
+    error: BaseException | None = None,
+) -> Finished:
+    """Turn a judge's answer (`result`, a GradeResult) or its failure (`error`) on a claimed
+    grade pair into what to settle for it (the batch settler writes it).
+
+    JudgeUnavailable while retries remain: the pair is released, its ledger row marked
+    "retry", and PairUnavailable raised. A bad configuration or a backend bug fails the pair
+    with the reason. A database error releases the pair and is raised again.
+    """
+    from scoring.judges import JudgeConfigError, JudgeUnavailable
+
+    judge, key_entry, response, item = work.judge, work.key_entry, work.response, work.item
+    failed = RunItem.State.FAILED
+    if isinstance(error, JudgeUnavailable):
+        if not final_attempt:
+            judge_failed(run, item, call, str(error), retryable=True)  # raises PairUnavailable
+        return Finished(item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, str(error))
+    if isinstance(error, JudgeConfigError):
+        return Finished(
+            item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"configuration: {error}"
+        )
+    if error is not None:
+        if is_database_error(error):
+            release_item(item)
+            raise error
+        # A backend bug fails this pair, not the chunk.
+        logger.error("judge %s raised on response %s", judge.judge_id, response.pk, exc_info=error)
+        return Finished(
+            item.pk, failed, call.pk, JudgeCall.Outcome.FAILED, f"{type(error).__name__}: {error}"
+        )
+
+    state, rationale, detail = _graded_outcome(result, judge)
+    grade = {
+        "response_id": response.pk,
+        "judge_id": judge.pk,
+        "key_entry_id": key_entry.pk,
+        "prompt_version": judge.prompt_version,
+        "grade": result.grade,
+        "rationale": rationale,
+        "flag": bool(result.flag),
+        "flag_reason": result.flag_reason or "",
+        "raw_output": result.raw_output or "",
+        "stop_reason": (result.stop_reason or "")[:50],
+        "run_id": run.pk,
+    }
+    return Finished(item.pk, state, call.pk, JudgeCall.Outcome.OK, detail, grade)

@@ -1,0 +1,137 @@
+"""Which judges can grade, and which pairs of an edition lack a current grade or verdict (rule 8).
+
+A pair is needed when no Grade (or AuditVerdict) exists for it against the edition's
+*current effective* key entry and the judge's *current* prompt_version; every other pair
+is reused and never re-bought. Reads only; below the run lifecycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from questions.models import AuditExclusion, KeyEdition, Response
+from questions.selectors import edition_ancestry_ids, key_entries_for_edition
+from scoring.models import AuditVerdict, Grade, Judge, ScoringRun
+from scoring.services.work import Pair
+
+
+def graders_for(
+    judges: Iterable[Judge], *, role: str = Judge.Role.JUDGE
+) -> tuple[list[Judge], list[str]]:
+    """Split judges into those that can grade (active, with a backend, right role) and notes.
+
+    Returns (judges that can work, human-readable notes about each one skipped).
+    A judge with an empty backend carries imported grades only (bundle-format.md).
+    """
+    usable: list[Judge] = []
+    notes: list[str] = []
+    for judge in judges:
+        if judge.role != role:
+            kind = judge.get_role_display().lower()
+            article = "an" if kind[:1] in "aeiou" else "a"
+            notes.append(f"{judge.judge_id}: skipped, it is {article} {kind}")
+        elif not judge.backend:
+            notes.append(f"{judge.judge_id}: skipped, no backend (imported grades only)")
+        elif not judge.active:
+            notes.append(f"{judge.judge_id}: skipped, inactive")
+        else:
+            usable.append(judge)
+    return usable, notes
+
+
+def active_graders(
+    edition: KeyEdition, *, role: str = Judge.Role.JUDGE
+) -> tuple[list[Judge], list[str]]:
+    """Return the benchmark's judges (or auditors) that can grade, and notes on the others."""
+    return graders_for(
+        Judge.objects.filter(benchmark_id=edition.benchmark_id, role=role), role=role
+    )
+
+
+def _scored_entries(edition: KeyEdition) -> dict[int, int]:
+    """Return {question pk: effective key entry pk} for the questions scored in `edition`.
+
+    Scored: the effective entry is neither a removal nor excluded by the key audit (rule 4,
+    AuditExclusion of that entry).
+    """
+    entries = key_entries_for_edition(edition)
+    excluded = set(
+        AuditExclusion.objects.filter(
+            key_entry__edition__benchmark_id=edition.benchmark_id
+        ).values_list("key_entry_id", flat=True)
+    )
+    return {qid: e.pk for qid, e in entries.items() if not e.removed and e.pk not in excluded}
+
+
+def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> list[Pair]:
+    """Return (response id, judge id, key entry id) for every pair lacking a current grade.
+
+    A pair is a response to a scored question whose effective entry in `edition` is not a
+    removal, and a judge from `judges` that can grade. It is needed when no Grade exists
+    for (response, judge, that key entry, the judge's current prompt_version). Four
+    queries whatever the size: edition tree, entries, scored questions, responses, grades.
+    Sorted by response then judge, so chunks give every judge work.
+    """
+    judges, _ = graders_for(judges)
+    if not judges:
+        return []
+    entry_of = _scored_entries(edition)
+    responses = list(
+        Response.objects.filter(question_id__in=list(entry_of)).values_list("pk", "question_id")
+        if len(entry_of) < 5000
+        else Response.objects.filter(question__benchmark_id=edition.benchmark_id).values_list(
+            "pk", "question_id"
+        )
+    )
+    version = {j.pk: j.prompt_version for j in judges}
+    have = {
+        (r, j, e)
+        for r, j, e, v in Grade.objects.filter(
+            judge_id__in=list(version), key_entry__edition_id__in=edition_ancestry_ids(edition)
+        ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version")
+        if version.get(j) == v
+    }
+    needed: list[Pair] = []
+    for response_id, question_id in sorted(responses):
+        entry_id = entry_of.get(question_id)
+        if entry_id is None:
+            continue
+        for judge_id in sorted(version):
+            if (response_id, judge_id, entry_id) not in have:
+                needed.append((response_id, judge_id, entry_id))
+    return needed
+
+
+def audit_needed_pairs(*, edition: KeyEdition, auditors: Sequence[Judge]) -> list[Pair]:
+    """Return (None, auditor id, key entry id) for each entry lacking a current verdict.
+
+    Entries: the effective, non-removed entries of scored questions in `edition`.
+    """
+    auditors, _ = graders_for(auditors, role=Judge.Role.AUDITOR)
+    if not auditors:
+        return []
+    entry_ids = sorted(_scored_entries(edition).values())
+    version = {a.pk: a.prompt_version for a in auditors}
+    have = {
+        (a, e)
+        for a, e, v in AuditVerdict.objects.filter(
+            auditor_id__in=list(version), key_entry__edition_id__in=edition_ancestry_ids(edition)
+        ).values_list("auditor_id", "key_entry_id", "prompt_version")
+        if version.get(a) == v
+    }
+    return [
+        (None, auditor_id, entry_id)
+        for entry_id in entry_ids
+        for auditor_id in sorted(version)
+        if (auditor_id, entry_id) not in have
+    ]
+
+
+def total_pairs(edition: KeyEdition, judges: Sequence[Judge], kind: str) -> int:
+    """Return how many pairs a run of `kind` over `edition` with `judges` covers: scored
+    entries (audit) or their responses (grade), times the judges."""
+    entries = _scored_entries(edition)
+    if kind == ScoringRun.Kind.AUDIT:
+        return len(entries) * len(judges)
+    n_responses = Response.objects.filter(question_id__in=list(entries)).count()
+    return n_responses * len(judges)

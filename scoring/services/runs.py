@@ -1,0 +1,246 @@
+"""Re-scoring and key-audit runs: create, start, resume, cancel and close them (rule 8).
+
+A run is for one key edition and a set of judges (kind "grade") or auditors (kind
+"audit"). At creation it stores one RunItem per pair that lacks a Grade (or
+AuditVerdict) (scoring.services.pairs); its chunks are settled by the tasks through
+scoring.services.chunks. Run counters move with F() expressions in the transaction that
+settles the pair(s); the last pair to settle flips the run to complete/failed with a
+conditional update (`scoring_run_finish`), and only that caller sends the follow-up task
+(`on_complete`).
+
+Never imports review/: a caller that wants work done after a run passes a task name.
+Top of scoring.services.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.template.defaultfilters import pluralize
+from django.utils import timezone
+
+from questions.errors import DomainError, InvalidTransitionError
+from questions.models import KeyEdition
+from scoring.models import Judge, RunItem, ScoringRun
+from scoring.services.pairs import (
+    active_graders,
+    audit_needed_pairs,
+    graders_for,
+    rescore_needed_pairs,
+    total_pairs,
+)
+from scoring.services.work import ACTIVE_STATUSES, append_note
+
+logger = logging.getLogger(__name__)
+
+
+def scoring_run_create(
+    *,
+    edition: KeyEdition,
+    judges: Sequence[Judge],
+    kind: str = ScoringRun.Kind.GRADE,
+    user: Any = None,
+    on_complete: str = "",
+    enqueue: bool = True,
+) -> ScoringRun:
+    """Create a run for the pairs that lack a grade (or verdict) and enqueue it after commit.
+
+    Judges that cannot grade (no backend, inactive, wrong role) are skipped with a note in
+    `run.error`. needed = pairs to grade now, reused = pairs already graded. A run that
+    needs nothing completes as soon as its start task runs. `on_complete` names a task
+    sent with the run id when the run finishes. Raises DomainError when no judge can grade.
+    """
+    role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
+    usable, notes = graders_for(judges, role=role)
+    if not usable:
+        raise DomainError(
+            f"no {role} of {edition} can grade: " + ("; ".join(notes) or f"no {role} selected")
+        )
+    if kind == ScoringRun.Kind.AUDIT:
+        pairs = audit_needed_pairs(edition=edition, auditors=usable)
+    else:
+        pairs = rescore_needed_pairs(edition=edition, judges=usable)
+    total = total_pairs(edition, usable, kind)
+    with transaction.atomic():
+        run = ScoringRun.objects.create(
+            benchmark_id=edition.benchmark_id,
+            edition=edition,
+            kind=kind,
+            needed=len(pairs),
+            reused=max(0, total - len(pairs)),
+            error="\n".join(notes),
+            on_complete=on_complete or "",
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        run.judges.set(usable)
+        RunItem.objects.bulk_create(
+            [RunItem(run=run, response_id=r, judge_id=j, key_entry_id=e) for r, j, e in pairs],
+            batch_size=2000,
+        )
+        if enqueue:
+            scoring_run_enqueue(run=run)
+    return run
+
+
+def scoring_run_enqueue(*, run: ScoringRun) -> None:
+    """Send `scoring.run_start` for the run once the current transaction commits."""
+    from scoring.tasks import run_start
+
+    run_id = run.pk
+    transaction.on_commit(lambda: run_start.delay(run_id))
+
+
+def scoring_run_begin(*, run: ScoringRun) -> bool:
+    """Mark a pending run running (sets started_at); return False if it is not active."""
+    now = timezone.now()
+    ScoringRun.objects.filter(pk=run.pk, status=ScoringRun.Status.PENDING).update(
+        status=ScoringRun.Status.RUNNING, started_at=now
+    )
+    run.refresh_from_db()
+    return run.status == ScoringRun.Status.RUNNING
+
+
+def pending_pairs(*, run: ScoringRun) -> list[list[int | None]]:
+    """Return the JSON-able pairs of the run that are not settled yet."""
+    return [
+        [r, j, e]
+        for r, j, e in RunItem.objects.filter(run=run, state=RunItem.State.PENDING)
+        .order_by("id")
+        .values_list("response_id", "judge_id", "key_entry_id")
+    ]
+
+
+def scoring_run_resume(*, run: ScoringRun, user: Any = None) -> ScoringRun:
+    """Re-enqueue an unfinished run: its pending pairs are sent again (duplicates are no-ops).
+
+    Raises InvalidTransitionError for a finished or cancelled run.
+    """
+    if run.status not in ACTIVE_STATUSES:
+        raise InvalidTransitionError(f"run {run.pk} is {run.status}: nothing to resume")
+    with transaction.atomic():
+        scoring_run_enqueue(run=run)
+    return run
+
+
+def scoring_run_cancel(*, run: ScoringRun, user: Any = None) -> ScoringRun:
+    """Cancel an active run: no new pair is started; pairs already settled are kept.
+
+    Raises InvalidTransitionError when the run already finished.
+    """
+    changed = ScoringRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATUSES).update(
+        status=ScoringRun.Status.CANCELLED,
+        finished_at=timezone.now(),
+        error=append_note(run.error, f"cancelled by {getattr(user, 'username', None) or 'system'}"),
+    )
+    run.refresh_from_db()
+    if not changed:
+        raise InvalidTransitionError(f"run {run.pk} is {run.status}: it cannot be cancelled")
+    return run
+
+
+def scoring_run_finish(*, run: ScoringRun) -> bool:
+    """Close the run if every pair is settled; return True only for the caller that closed it.
+
+    complete when no pair failed, failed otherwise (the failed pairs still lack a grade, so
+    the next run picks them up). The closer sends the run's `on_complete` task after commit.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        base = ScoringRun.objects.filter(
+            pk=run.pk, status__in=ACTIVE_STATUSES, done__gte=F("needed")
+        )
+        closed = base.filter(failed=0).update(status=ScoringRun.Status.COMPLETE, finished_at=now)
+        if not closed:
+            closed = base.filter(failed__gt=0).update(
+                status=ScoringRun.Status.FAILED, finished_at=now
+            )
+        if closed:
+            run.refresh_from_db()
+            if run.status == ScoringRun.Status.FAILED:
+                ScoringRun.objects.filter(pk=run.pk).update(
+                    error=append_note(
+                        run.error,
+                        f"{run.failed} pair{pluralize(run.failed)} failed; a new run will retry them",
+                    )
+                )
+            _after_finish(run)
+    if closed:
+        run.refresh_from_db()
+    return bool(closed)
+
+
+def _after_finish(run: ScoringRun) -> None:
+    run_id, follow_up = run.pk, run.on_complete
+
+    complete = run.status == ScoringRun.Status.COMPLETE
+    kind_grade = run.kind == ScoringRun.Kind.GRADE
+
+    def send() -> None:
+        from celery import current_app
+
+        if complete and kind_grade:
+            from scoring.tasks import refresh_leaderboard
+
+            refresh_leaderboard.delay(run_id)
+        if follow_up:
+            current_app.signature(follow_up, args=[run_id]).apply_async()
+
+    transaction.on_commit(send)
+
+
+def leaderboard_refresh(*, run: ScoringRun) -> None:
+    """Compute the finished run's edition leaderboard into the cache (the board is versioned
+    by its data, so this only warms it); a failure is logged, never raised."""
+    try:
+        from scoring.selectors import board_for_edition
+
+        board_for_edition(run.edition)
+    except Exception:  # noqa: BLE001 - a cache warm-up must not undo a finished run
+        logger.exception("leaderboard refresh after run %s failed", run.pk)
+
+
+def rescore_after_publish(edition_id: int) -> ScoringRun | None:
+    """Create and enqueue a grading run for a newly published edition (rule 8).
+
+    Uses every active judge of the benchmark that can grade; only responses whose
+    effective key entry changed (or that were never graded) end up needed. Returns None
+    (with a log line) when the edition is gone or no judge can grade.
+    """
+    edition = KeyEdition.objects.filter(pk=edition_id).first()
+    if edition is None:
+        logger.warning("rescore_after_publish: no key edition %s", edition_id)
+        return None
+    judges, notes = active_graders(edition)
+    if not judges:
+        logger.info(
+            "rescore_after_publish: no judge of %s can grade (%s)", edition, "; ".join(notes)
+        )
+        return None
+    return scoring_run_create(edition=edition, judges=judges, kind=ScoringRun.Kind.GRADE)
+
+
+def audit_run_start(
+    *,
+    edition: KeyEdition,
+    auditors: Sequence[Judge] | None = None,
+    user: Any = None,
+    on_complete: str = "",
+) -> ScoringRun:
+    """Create and enqueue an audit run; `on_complete` (a task name) gets the run id when done.
+
+    The review workflow passes e.g. "review.tasks.triage_after_audit" so triage follows
+    the audit without scoring importing review (architecture.md).
+    """
+    if auditors is None:
+        auditors, _ = active_graders(edition, role=Judge.Role.AUDITOR)
+    return scoring_run_create(
+        edition=edition,
+        judges=auditors,
+        kind=ScoringRun.Kind.AUDIT,
+        user=user,
+        on_complete=on_complete,
+    )

@@ -1,0 +1,84 @@
+"""The tunables of re-scoring in one place: chunk size, lease, threads, retries, batches, polling.
+
+Chunk size, lease, thread cap and the chunk retries (scoring.tasks) are deployment settings (config/settings.py reads and
+validates them once at start-up from SNAGLIST_* environment variables, with their
+defaults and the measurements behind them); the functions below read them from
+django.conf.settings at call time, so a test's `settings` fixture override applies. The
+constants are measured choices (bench/README.md), not settings. This module is the bottom
+of scoring.services: it imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from scoring.models import Judge
+
+# Calls a model judge may have in flight from one chunk when its row sets no `concurrency`.
+DEFAULT_JUDGE_CONCURRENCY = 8
+# A chunk adds a thread only for this many pending pairs per thread (a thread opens a
+# database connection, about 1 ms of CPU here and a backend process in PostgreSQL).
+PAIRS_PER_THREAD = 4
+
+# A grade run settles finished pairs in batches: every SETTLE_BATCH pairs or SETTLE_SECONDS,
+# whichever comes first, one transaction writes their grades (one INSERT), moves their items
+# and ledger rows (one UPDATE per distinct state) and bumps the run counters once.
+SETTLE_BATCH = 32
+SETTLE_SECONDS = 0.2
+# A thread claims up to this many of the chunk's pairs with one conditional UPDATE; a pair
+# claimed but not yet called when its worker dies only waits out its lease (no ledger row).
+CLAIM_BATCH = 4
+
+# The event-loop path claims up to this many of a judge's pairs with one UPDATE; a claimed
+# pair waits here at most until one of the judge's calls ends before its own call starts.
+ASYNC_CLAIM_BATCH = 32
+# How often the event-loop path asks the database whether the run was cancelled.
+STOP_CHECK_SECONDS = 0.5
+# The event-loop path's thread looks at finished calls this often (or sooner, once enough
+# have finished to submit a batch): a wake-up per finished call cost more CPU than the call.
+ASYNC_POLL_SECONDS = 0.02
+
+
+def chunk_size() -> int:
+    """Return how many pairs one `scoring.grade_chunk` task settles (SNAGLIST_RESCORE_CHUNK)."""
+    return int(settings.SNAGLIST_RESCORE_CHUNK)
+
+
+def pair_lease_seconds() -> float:
+    """Return how long, in seconds, a claimed pair stays reserved for the worker that claimed it
+    (SNAGLIST_PAIR_LEASE_SECONDS).
+
+    Longer than one judge call with all its retries (timeout x attempts + backoff), so a
+    live worker never loses its pair; a killed worker's pair frees up after this long.
+    """
+    return float(settings.SNAGLIST_PAIR_LEASE_SECONDS)
+
+
+def chunk_threads_cap() -> int:
+    """Return how many threads one process may add to grade chunks concurrently
+    (SNAGLIST_JUDGE_THREADS; 0 means chunks run on their task's thread only).
+
+    Each thread holds its own database connection while its chunk runs, so this (plus the
+    worker's own threads) bounds the worker's PostgreSQL connections.
+    """
+    return int(settings.SNAGLIST_JUDGE_THREADS)
+
+
+def judge_window(judge: Judge, pending: int) -> int:
+    """Return how many of a judge's calls one chunk keeps in flight: its row's
+    backend_settings["concurrency"] (DEFAULT_JUDGE_CONCURRENCY if unset), no more than
+    `pending` (its pairs in the chunk), at least 1."""
+    limit = (judge.backend_settings or {}).get("concurrency") or DEFAULT_JUDGE_CONCURRENCY
+    return max(1, min(pending, int(limit)))
+
+
+def max_chunk_retries() -> int:
+    """Return how often a chunk is sent again for pairs still owed
+    (SNAGLIST_RESCORE_MAX_RETRIES; 0: the first attempt is the final one)."""
+    return int(settings.SNAGLIST_RESCORE_MAX_RETRIES)
+
+
+def retry_base_seconds() -> float:
+    """Return the first backoff, in seconds, for an unavailable judge
+    (SNAGLIST_RESCORE_RETRY_BASE_SECONDS); scoring.tasks doubles it per retry, capped at 600 s."""
+    return float(settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS)
