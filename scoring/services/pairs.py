@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from questions.models import AuditExclusion, KeyEdition, Response
-from questions.selectors import edition_ancestry_ids, key_entries_for_edition
+from questions.models import KeyEdition, Response
+from questions.selectors import edition_ancestry_ids, scored_entries
 from scoring.models import AuditVerdict, Grade, Judge, ScoringRun
 from scoring.services.work import Pair
 
@@ -48,21 +48,6 @@ def active_graders(
     )
 
 
-def _scored_entries(edition: KeyEdition) -> dict[int, int]:
-    """Return {question pk: effective key entry pk} for the questions scored in `edition`.
-
-    Scored: the effective entry is neither a removal nor excluded by the key audit (rule 4,
-    AuditExclusion of that entry).
-    """
-    entries = key_entries_for_edition(edition)
-    excluded = set(
-        AuditExclusion.objects.filter(
-            key_entry__edition__benchmark_id=edition.benchmark_id
-        ).values_list("key_entry_id", flat=True)
-    )
-    return {qid: e.pk for qid, e in entries.items() if not e.removed and e.pk not in excluded}
-
-
 def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> list[Pair]:
     """Return (response id, judge id, key entry id) for every pair lacking a current grade.
 
@@ -75,7 +60,7 @@ def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> lis
     judges, _ = graders_for(judges)
     if not judges:
         return []
-    entry_of = _scored_entries(edition)
+    entry_of = scored_entries(edition)
     responses = list(
         Response.objects.filter(question_id__in=list(entry_of)).values_list("pk", "question_id")
         if len(entry_of) < 5000
@@ -110,7 +95,7 @@ def audit_needed_pairs(*, edition: KeyEdition, auditors: Sequence[Judge]) -> lis
     auditors, _ = graders_for(auditors, role=Judge.Role.AUDITOR)
     if not auditors:
         return []
-    entry_ids = sorted(_scored_entries(edition).values())
+    entry_ids = sorted(scored_entries(edition).values())
     version = {a.pk: a.prompt_version for a in auditors}
     have = {
         (a, e)
@@ -130,7 +115,7 @@ def audit_needed_pairs(*, edition: KeyEdition, auditors: Sequence[Judge]) -> lis
 def total_pairs(edition: KeyEdition, judges: Sequence[Judge], kind: str) -> int:
     """Return how many pairs a run of `kind` over `edition` with `judges` covers: scored
     entries (audit) or their responses (grade), times the judges."""
-    entries = _scored_entries(edition)
+    entries = scored_entries(edition)
     if kind == ScoringRun.Kind.AUDIT:
         return len(entries) * len(judges)
     n_responses = Response.objects.filter(question_id__in=list(entries)).count()
