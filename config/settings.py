@@ -157,6 +157,11 @@ CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="snagli
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=CELERY_TASK_TIME_LIMIT + 600)
 }
+# Periodic work (run `celery -A config beat`, or a worker with -B): a publish whose re-scoring
+# task never reached the broker is started here once the broker is back.
+CELERY_BEAT_SCHEDULE = {
+    "sweep-rescore-requests": {"task": "scoring.sweep_rescore_requests", "schedule": 60.0},
+}
 
 if REDIS_URL:
     CACHES = {
@@ -213,6 +218,19 @@ if SNAGLIST_AUDIT_EXCLUSION_RULE not in {"any_adverse", "same_verdict"}:
     raise ImproperlyConfigured(
         "SNAGLIST_AUDIT_EXCLUSION_RULE must be 'any_adverse' or 'same_verdict', "
         f"not {SNAGLIST_AUDIT_EXCLUSION_RULE!r}"
+    )
+# The composition root builds the audit -> triage chain (architecture.md): the task every
+# key-audit run sends its id to when it finishes. Scoring names no review code; an empty
+# value turns the chain off.
+SNAGLIST_AUDIT_FOLLOW_UP_TASK = env.str(
+    "SNAGLIST_AUDIT_FOLLOW_UP_TASK", default="review.triage_after_audit"
+)
+if SNAGLIST_AUDIT_FOLLOW_UP_TASK and not re.fullmatch(
+    r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+", SNAGLIST_AUDIT_FOLLOW_UP_TASK
+):
+    raise ImproperlyConfigured(
+        "SNAGLIST_AUDIT_FOLLOW_UP_TASK must be a Celery task name such as "
+        f"'review.triage_after_audit' (or empty), not {SNAGLIST_AUDIT_FOLLOW_UP_TASK!r}"
     )
 SNAGLIST_CONSENSUS_SHARE = env.float("SNAGLIST_CONSENSUS_SHARE", default=0.6)
 SNAGLIST_CONSENSUS_MIN_MODEL_SCORE = env.float("SNAGLIST_CONSENSUS_MIN_MODEL_SCORE", default=50.0)

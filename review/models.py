@@ -2,7 +2,7 @@
 
 The audit log they write is core.models.AuditLogEntry.
 
-Methodology rules 3-7 (../shared/spec/methodology.md). Workflows live in review/services.py;
+Methodology rules 3-7 (../shared/spec/methodology.md). Workflows live in review/services/;
 models hold predicates only.
 
 Review item states::

@@ -39,6 +39,7 @@ from review.forms import (
     add_service_errors,
 )
 from review.models import Proposal, ReviewItem, Source
+from scoring.models import RescoreRequest
 
 PAGE_SIZE = 50
 
@@ -490,6 +491,9 @@ def edition_detail(request: HttpRequest, benchmark: str, name: str) -> HttpRespo
             else 0,
             # Admins re-score a published edition from here as well as from the runs page.
             "can_rescore": edition.is_published() and has_role(request.user, Role.ADMIN),
+            "rescore_request": RescoreRequest.objects.filter(edition=edition)
+            .select_related("run")
+            .first(),
         },
     )
 

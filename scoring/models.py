@@ -108,6 +108,48 @@ class ScoringRun(models.Model):
         return 1.0 if not self.needed else min(1.0, self.done / self.needed)
 
 
+class RescoreRequest(models.Model):
+    """A published key edition's re-scoring, asked for in the publishing transaction (rule 8).
+
+    An outbox row: publishing writes it with the edition and sends `scoring.rescore_requested`
+    only after commit, so a broker that is down at that moment never turns a successful
+    publish into an error. `started_at` is null until a worker has created the edition's
+    re-scoring run (`run`, null when no judge could grade: `note` says why); the periodic
+    `scoring.sweep_rescore_requests` sends the task again for requests still waiting, so
+    re-scoring starts by itself once the broker is back. One per edition.
+    """
+
+    edition = models.OneToOneField(
+        KeyEdition, on_delete=models.CASCADE, related_name="rescore_request"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    run = models.ForeignKey(
+        ScoringRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    note = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["requested_at"],
+                condition=Q(started_at__isnull=True),
+                name="rescorerequest_waiting_idx",
+            )
+        ]
+
+    def __str__(self) -> str:
+        state = "started" if self.started_at else "waiting"
+        return f"re-scoring request for {self.edition.name} ({state})"
+
+    def is_waiting(self) -> bool:
+        """Return True while no worker has started the edition's re-scoring."""
+        return self.started_at is None
+
+
 class Grade(models.Model):
     """One judge's grade of one response against one key entry.
 

@@ -8,6 +8,10 @@
   key entry id]) by the run's kind; the chunk that settles the last pair closes the run
   (DB counters, no chord: we have no result backend).
 - `scoring.refresh_leaderboard(run_id)`: warm the edition's leaderboard after a run.
+- `scoring.rescore_requested(edition_id)`: start a published edition's re-scoring (the
+  publish wrote a RescoreRequest; this creates the run). `scoring.sweep_rescore_requests`
+  (Celery beat, every minute) sends it again for requests still waiting, e.g. because the
+  broker was down when the edition was published.
 
 Every task is acks_late (settings), idempotent, and bounded by time limits below the
 broker's visibility timeout. Retries: transient database errors (autoretry, backoff),
@@ -198,3 +202,42 @@ def refresh_leaderboard(run_id: int) -> None:
         logger.warning("scoring.refresh_leaderboard: run %s does not exist", run_id)
         return
     services.leaderboard_refresh(run=run)
+
+
+@shared_task(
+    name="scoring.rescore_requested",
+    acks_late=True,
+    autoretry_for=TRANSIENT_DB_ERRORS,
+    retry_backoff=5,
+    max_retries=5,
+    soft_time_limit=600,
+    time_limit=660,
+)
+def rescore_requested(edition_id: int) -> int | None:
+    """Start the re-scoring a published edition's request waits for; return the run id.
+
+    Sent after the publishing transaction commits, and again by `sweep_rescore_requests`
+    while the request waits; a duplicate delivery finds the request started and does
+    nothing (services.rescore_request_start). None: nothing was started.
+    """
+    run = services.rescore_request_start(edition_id=edition_id)
+    return run.pk if run is not None else None
+
+
+# A request younger than this may still have its own task in flight: the sweep leaves it.
+SWEEP_MIN_AGE_SECONDS = 30
+
+
+@shared_task(name="scoring.sweep_rescore_requests", acks_late=True, time_limit=300)
+def sweep_rescore_requests() -> list[int]:
+    """Send `rescore_requested` again for every request waiting longer than 30 s.
+
+    Run by Celery beat every minute (settings.CELERY_BEAT_SCHEDULE): what heals a publish
+    whose task never reached the broker. Returns the edition ids it sent for.
+    """
+    from scoring.services.runs import send_rescore_request, waiting_rescore_requests
+
+    edition_ids = waiting_rescore_requests(older_than_seconds=SWEEP_MIN_AGE_SECONDS)
+    for edition_id in edition_ids:
+        send_rescore_request(edition_id)
+    return edition_ids

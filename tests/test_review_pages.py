@@ -246,6 +246,15 @@ def test_full_workflow_and_edition_page_shows_diff(client, reviewer, editor, edi
     body = client.get("/editions/demo/corrected-1/").content.decode()
     assert "Published" in body and "Changes from original" in body
     assert "Proposed by reviewer" in body and "approved by editor2" in body and "Agreed" in body
+    # The publish returned before any worker started the re-scoring (its task is sent after
+    # commit): the page says it is pending, then what became of it.
+    assert "Re-scoring is pending" in body
+    from scoring.services import rescore_request_start
+
+    rescore_request_start(edition_id=world.benchmark.editions.get(name="corrected-1").pk)
+    body = client.get("/editions/demo/corrected-1/").content.decode()
+    assert "Re-scoring is pending" not in body
+    assert "Re-scoring after publishing" in body
     listing = client.get("/editions/demo/").content.decode()
     assert "corrected-1" in listing and "original" in listing
     history = client.get(f"/review/items/{item.pk}/").content.decode()

@@ -15,7 +15,8 @@ from questions.models import KeyEdition, KeyEntry
 from review import services
 from review.errors import ConflictError, InvalidInputError, InvalidTransitionError, NotAllowedError
 from review.models import ReviewItem
-from scoring import services as scoring_services
+from scoring.models import RescoreRequest
+from scoring.services import runs as scoring_runs
 from tests.factories import ReviewItemFactory
 from tests.review_fixtures import *  # noqa: F403
 
@@ -319,18 +320,66 @@ def test_publish_freezes_draft_records_affected_and_leaves_original_identical(
 def test_publish_requests_rescoring_after_commit(
     world, item, reviewer, editor, monkeypatch, django_capture_on_commit_callbacks
 ):
-    calls = []
-    monkeypatch.setattr(scoring_services, "rescore_after_publish", calls.append)
+    sent = []
+    monkeypatch.setattr(scoring_runs, "send_rescore_request", sent.append)
     proposal = propose_correction(claimed(item, reviewer), reviewer)
     services.proposal_approve(proposal=proposal, user=editor)
     draft = KeyEdition.objects.get(status="draft")
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         services.key_edition_publish(edition=draft, user=editor)
-        assert calls == []  # nothing runs before commit
-    assert calls == [draft.pk] and len(callbacks) == 1
+        assert sent == []  # nothing is sent before commit
+        # The request is written with the publish, in its transaction (an outbox row).
+        request = RescoreRequest.objects.get(edition=draft)
+        assert request.requested_by == editor and request.is_waiting()
+    assert sent == [draft.pk] and len(callbacks) == 1
     assert (
         AuditLogEntry.objects.get(action="key_edition.publish").after["rescoring_requested"] is True
     )
+
+
+def test_publish_with_the_broker_down_succeeds_and_rescoring_starts_when_it_is_back(
+    world, item, reviewer, editor, monkeypatch, django_capture_on_commit_callbacks, caplog
+):
+    """Issue 16 item 4: a broker outage never turns a successful publish into an error."""
+    from kombu.exceptions import OperationalError as BrokerDown
+
+    from scoring import tasks as scoring_tasks
+
+    def broker_down(*args, **kwargs):
+        raise BrokerDown("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(scoring_tasks.rescore_requested, "delay", broker_down)
+    started = []
+    monkeypatch.setattr(
+        scoring_runs, "rescore_after_publish", lambda edition_id: started.append(edition_id)
+    )
+    proposal = propose_correction(claimed(item, reviewer), reviewer)
+    services.proposal_approve(proposal=proposal, user=editor)
+    draft = KeyEdition.objects.get(status="draft")
+    with django_capture_on_commit_callbacks(execute=True):
+        published = services.key_edition_publish(edition=draft, user=editor)
+    assert published.status == "published"
+    assert "Connection refused" in caplog.text  # logged, not raised
+    request = RescoreRequest.objects.get(edition=draft)
+    assert request.is_waiting() and started == []
+    # Too young for the sweep (its own task may still be on the way) ...
+    assert scoring_tasks.sweep_rescore_requests() == []
+    # ... and once it has waited 30 s and the broker is back, the sweep sends it again.
+    RescoreRequest.objects.filter(pk=request.pk).update(
+        requested_at=timezone.now() - timedelta(seconds=31)
+    )
+    monkeypatch.undo()
+    monkeypatch.setattr(
+        scoring_runs, "rescore_after_publish", lambda edition_id: started.append(edition_id)
+    )
+    assert scoring_tasks.sweep_rescore_requests() == [draft.pk]  # eager: runs at once
+    request.refresh_from_db()
+    assert started == [draft.pk] and not request.is_waiting()
+    assert request.note == "no active judge with a backend can grade this edition"
+    # A second delivery finds the request started and starts nothing.
+    assert scoring_tasks.rescore_requested(draft.pk) is None
+    assert started == [draft.pk]
+    assert scoring_tasks.sweep_rescore_requests() == []
 
 
 def test_publishing_an_empty_draft_is_refused(world, editor):

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.template.defaultfilters import pluralize
@@ -25,7 +27,7 @@ from django.utils import timezone
 
 from questions.errors import DomainError, InvalidTransitionError
 from questions.models import KeyEdition
-from scoring.models import Judge, RunItem, ScoringRun
+from scoring.models import Judge, RescoreRequest, RunItem, ScoringRun
 from scoring.services.pairs import (
     active_graders,
     audit_needed_pairs,
@@ -52,8 +54,14 @@ def scoring_run_create(
     Judges that cannot grade (no backend, inactive, wrong role) are skipped with a note in
     `run.error`. needed = pairs to grade now, reused = pairs already graded. A run that
     needs nothing completes as soon as its start task runs. `on_complete` names a task
-    sent with the run id when the run finishes. Raises DomainError when no judge can grade.
+    sent with the run id when the run finishes; for a key-audit run left without one it is
+    settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK (the composition root sets it to review's
+    `review.triage_after_audit`, so every audit run - Runs page, API or `audit_key` - ends
+    with triage of its edition, and scoring never imports review). Raises DomainError when
+    no judge can grade.
     """
+    if kind == ScoringRun.Kind.AUDIT and not on_complete:
+        on_complete = settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
     usable, notes = graders_for(judges, role=role)
     if not usable:
@@ -232,8 +240,9 @@ def audit_run_start(
 ) -> ScoringRun:
     """Create and enqueue an audit run; `on_complete` (a task name) gets the run id when done.
 
-    The review workflow passes e.g. "review.tasks.triage_after_audit" so triage follows
-    the audit without scoring importing review (architecture.md).
+    `auditors` defaults to every active auditor that can audit; `on_complete` to
+    settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK (triage of the edition; see scoring_run_create).
+    Raises DomainError when no auditor can audit.
     """
     if auditors is None:
         auditors, _ = active_graders(edition, role=Judge.Role.AUDITOR)
@@ -243,4 +252,67 @@ def audit_run_start(
         kind=ScoringRun.Kind.AUDIT,
         user=user,
         on_complete=on_complete,
+    )
+
+
+# -- re-scoring after publish: an outbox, so a broker outage never fails a publish ------------
+
+
+def rescore_request(*, edition: KeyEdition, user: Any = None) -> RescoreRequest:
+    """Ask, in the caller's (publishing) transaction, for `edition`'s re-scoring (rule 8).
+
+    Writes the edition's RescoreRequest and, once the transaction commits, sends
+    `scoring.rescore_requested`; sending is `robust` (Django's on_commit): a broker that is
+    down is logged, never raised into the publisher's request, and the periodic
+    `scoring.sweep_rescore_requests` sends it again. A second call for the same edition
+    returns the existing request.
+    """
+    request, _ = RescoreRequest.objects.get_or_create(
+        edition=edition,
+        defaults={"requested_by": user if getattr(user, "is_authenticated", False) else None},
+    )
+    edition_id = edition.pk
+    transaction.on_commit(lambda: send_rescore_request(edition_id), robust=True)
+    return request
+
+
+def send_rescore_request(edition_id: int) -> None:
+    """Send `scoring.rescore_requested(edition_id)` to the broker (raises if it is down)."""
+    from scoring.tasks import rescore_requested
+
+    rescore_requested.delay(edition_id)
+
+
+def rescore_request_start(*, edition_id: int) -> ScoringRun | None:
+    """Start the re-scoring a RescoreRequest waits for; return its run (None: none started).
+
+    Takes the request under a row lock, so of two deliveries one starts the run and the
+    other finds it started. Creates the run with every active judge that can grade
+    (`rescore_after_publish`); when none can, the request is closed with a note and no run.
+    Returns None when the edition has no waiting request.
+    """
+    with transaction.atomic():
+        request = (
+            RescoreRequest.objects.select_for_update()
+            .filter(edition_id=edition_id, started_at__isnull=True)
+            .first()
+        )
+        if request is None:
+            return None
+        run = rescore_after_publish(edition_id)
+        request.started_at = timezone.now()
+        request.run = run
+        if run is None:
+            request.note = "no active judge with a backend can grade this edition"
+        request.save(update_fields=["started_at", "run", "note"])
+    return run
+
+
+def waiting_rescore_requests(*, older_than_seconds: float) -> list[int]:
+    """Return the edition ids whose re-scoring request has waited longer than the given age."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    return list(
+        RescoreRequest.objects.filter(started_at__isnull=True, requested_at__lt=cutoff)
+        .order_by("requested_at")
+        .values_list("edition_id", flat=True)
     )

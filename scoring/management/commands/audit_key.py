@@ -3,8 +3,9 @@
     audit_key [--edition NAME] [--auditors ID,ID] [--wait] [--resume] [--format json]
               [--benchmark NAME]
 
-Same contract as `rescore`; the counters count verdicts instead of grades. Run `triage`
-afterwards (the review workflow chains it itself when it starts the audit).
+Same contract as `rescore`; the counters count verdicts instead of grades. When the run
+finishes, triage of the edition follows by itself (the run's follow-up task,
+settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK), as for an audit started on the Runs page or the API.
 """
 
 from __future__ import annotations

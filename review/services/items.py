@@ -1,0 +1,246 @@
+"""Review items and claims: create (triage), claim, claim next, renew, release, reassign.
+
+Claims are conditional UPDATEs that must change exactly one row; "next item" uses
+SELECT ... FOR UPDATE SKIP LOCKED on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from core.actions import Action
+from questions.models import Benchmark, Question
+from review import permissions
+from review.errors import (
+    InvalidInputError,
+    InvalidTransitionError,
+)
+from review.models import (
+    Evidence,
+    ReviewItem,
+    Source,
+    fingerprint_of,
+)
+from review.services.common import (
+    SOURCE_TIER,
+    _bump,
+    _check_version,
+    _claim_deadline,
+    _item_state,
+    _lock_item,
+    _log_item,
+    _require,
+)
+
+logger = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------ items and claims
+
+
+def review_item_create(
+    *,
+    question: Question,
+    source: str,
+    detail: dict | None = None,
+    user=None,
+) -> tuple[ReviewItem, bool, bool]:
+    """Put a question in the queue, or add the evidence to its open item.
+
+    Returns (item, item_created, evidence_added). One item that is not closed per
+    question (constraint `reviewitem_one_open_per_question`); evidence is unique per
+    item by fingerprint, so repeating a call adds nothing. A manual item needs an
+    editor; triage passes user=None (the system).
+    """
+    if user is not None:
+        _require(permissions.can_run_triage(user), "only an editor may add items to the queue")
+    source = Source(source)
+    detail = detail or {}
+    tier = SOURCE_TIER["judge_flag_both"] if detail.get("both_judges") else SOURCE_TIER[source]
+    with transaction.atomic():
+        item = (
+            ReviewItem.objects.select_for_update(of=("self",))
+            .select_related("benchmark", "question", "claimed_by")
+            .filter(question=question)
+            .exclude(status__in=ReviewItem.CLOSED)
+            .first()
+        )
+        created = item is None
+        if created:
+            try:
+                with transaction.atomic():
+                    item = ReviewItem.objects.create(
+                        benchmark_id=question.benchmark_id,
+                        question=question,
+                        source=source,
+                        sources=[source.value],
+                        priority=tier * 100 + 1,
+                    )
+            except IntegrityError:  # a concurrent triage created it first
+                return review_item_create(question=question, source=source, detail=detail)
+            item = ReviewItem.objects.select_related("benchmark", "question").get(pk=item.pk)
+        fp = fingerprint_of(source.value, detail)
+        evidence_added = False
+        if not Evidence.objects.filter(item=item, fingerprint=fp).exists():
+            Evidence.objects.create(item=item, kind=source, detail=detail, fingerprint=fp)
+            evidence_added = True
+        before = None if created else _item_state(item)
+        sources = list(item.sources)
+        if source.value not in sources:
+            sources.append(source.value)
+        best_tier = max(tier, item.priority // 100)
+        priority = best_tier * 100 + len(sources)
+        primary = item.source if item.priority // 100 >= tier and not created else source.value
+        if created or sources != item.sources or priority != item.priority:
+            item.sources, item.priority, item.source = sources, priority, primary
+            if created:
+                item.save(update_fields=["sources", "priority", "source", "updated_at"])
+            else:
+                _bump(item, sources=sources, priority=priority, source=primary)
+        if created:
+            _log_item(user, Action.REVIEW_ITEM_CREATE, item, None, source=source.value)
+        elif before != _item_state(item) or evidence_added:
+            _log_item(user, Action.REVIEW_ITEM_ADD_EVIDENCE, item, before, evidence=source.value)
+    return item, created, evidence_added
+
+
+def review_item_claim(*, item: ReviewItem, user) -> ReviewItem:
+    """Claim a specific item for SNAGLIST_CLAIM_MINUTES.
+
+    A conditional UPDATE (open, or a claim that has expired) that must change exactly one
+    row: of two concurrent claims exactly one wins; the other gets InvalidTransitionError.
+    Claiming an item one already holds renews it.
+    """
+    _require(permissions.can_claim(user), "only a reviewer may claim review items")
+    now = timezone.now()
+    with transaction.atomic():
+        current = ReviewItem.objects.select_related("claimed_by").get(pk=item.pk)
+        if current.is_held_by(user, now):
+            return review_item_renew(item=current, user=user)
+        before = _item_state(current)
+        changed = ReviewItem.objects.filter(ReviewItem.claimable_q(now), pk=item.pk).update(
+            status=ReviewItem.Status.CLAIMED,
+            claimed_by=user,
+            claimed_at=now,
+            claim_expires_at=_claim_deadline(now),
+            version=F("version") + 1,
+            updated_at=now,
+        )
+        if changed != 1:
+            holder = ReviewItem.objects.select_related("claimed_by").get(pk=item.pk)
+            who = f" by {holder.claimed_by.get_username()}" if holder.claimed_by_id else ""
+            raise InvalidTransitionError(
+                f"review item {item.pk} cannot be claimed: it is {holder.get_status_display().lower()}{who}"
+            )
+        claimed = ReviewItem.objects.select_related("benchmark", "question", "claimed_by").get(
+            pk=item.pk
+        )
+        _log_item(user, Action.REVIEW_ITEM_CLAIM, claimed, before)
+    return claimed
+
+
+def review_item_claim_next(
+    *, user, benchmark: Benchmark | None = None, source: str = ""
+) -> ReviewItem | None:
+    """Claim the highest-priority claimable item (optionally of one benchmark/source).
+
+    PostgreSQL: SELECT ... FOR UPDATE SKIP LOCKED, so two reviewers pressing "next" at once
+    get different items. SQLite (one writer at a time): try candidates in order with the
+    conditional update until one sticks. Returns None when nothing is claimable.
+    """
+    _require(permissions.can_claim(user), "only a reviewer may claim review items")
+    now = timezone.now()
+    candidates = ReviewItem.objects.filter(ReviewItem.claimable_q(now))
+    if benchmark is not None:
+        candidates = candidates.filter(benchmark=benchmark)
+    if source:
+        candidates = candidates.filter(source=source)
+    candidates = candidates.order_by("-priority", "id")
+    if connection.vendor == "postgresql":
+        with transaction.atomic():
+            item = candidates.select_for_update(skip_locked=True).first()
+            if item is None:
+                return None
+            before = _item_state(item)
+            _bump(
+                item,
+                status=ReviewItem.Status.CLAIMED,
+                claimed_by=user,
+                claimed_at=now,
+                claim_expires_at=_claim_deadline(now),
+            )
+            item = ReviewItem.objects.select_related("benchmark", "question", "claimed_by").get(
+                pk=item.pk
+            )
+            _log_item(user, Action.REVIEW_ITEM_CLAIM, item, before, via="next")
+            return item
+    for pk in candidates.values_list("pk", flat=True)[:50]:
+        try:
+            return review_item_claim(item=ReviewItem(pk=pk), user=user)
+        except InvalidTransitionError:
+            continue
+    return None
+
+
+def review_item_renew(*, item: ReviewItem, user) -> ReviewItem:
+    """Extend one's own live claim by SNAGLIST_CLAIM_MINUTES from now."""
+    with transaction.atomic():
+        locked = _lock_item(item)
+        _require(permissions.holds_claim(user, locked), "you do not hold a claim on this item")
+        before = _item_state(locked)
+        _bump(locked, claim_expires_at=_claim_deadline())
+        _log_item(user, Action.REVIEW_ITEM_RENEW, locked, before)
+    return locked
+
+
+def review_item_release(*, item: ReviewItem, user, version: int | None = None) -> ReviewItem:
+    """Give a claimed item back to the queue (its holder, or an editor)."""
+    with transaction.atomic():
+        locked = _lock_item(item)
+        _require(permissions.can_release(user, locked), "you may not release this item")
+        _check_version(locked, version)
+        if locked.status != ReviewItem.Status.CLAIMED:
+            raise InvalidTransitionError("only a claimed item can be released")
+        before = _item_state(locked)
+        _bump(
+            locked,
+            status=ReviewItem.Status.OPEN,
+            claimed_by=None,
+            claimed_at=None,
+            claim_expires_at=None,
+        )
+        _log_item(user, Action.REVIEW_ITEM_RELEASE, locked, before)
+    return locked
+
+
+def review_item_reassign(
+    *, item: ReviewItem, user, assignee, version: int | None = None
+) -> ReviewItem:
+    """Give an open or claimed item to another reviewer (editor only); a fresh claim starts."""
+    from core.roles import Role, has_role
+
+    _require(permissions.can_reassign(user), "only an editor may reassign review items")
+    if not has_role(assignee, Role.REVIEWER):
+        raise InvalidInputError({"assignee": [f"{assignee.get_username()} is not a reviewer"]})
+    with transaction.atomic():
+        locked = _lock_item(item)
+        _check_version(locked, version)
+        if locked.status not in (ReviewItem.Status.OPEN, ReviewItem.Status.CLAIMED):
+            raise InvalidTransitionError(
+                f"an item that is {locked.get_status_display().lower()} cannot be reassigned"
+            )
+        before = _item_state(locked)
+        now = timezone.now()
+        _bump(
+            locked,
+            status=ReviewItem.Status.CLAIMED,
+            claimed_by=assignee,
+            claimed_at=now,
+            claim_expires_at=_claim_deadline(now),
+        )
+        _log_item(user, Action.REVIEW_ITEM_REASSIGN, locked, before)
+    return locked

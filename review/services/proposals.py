@@ -1,0 +1,360 @@
+"""Citation checks and proposals: record a check; propose, approve, reject, withdraw.
+
+An approved correction or removal lands in the benchmark's draft key edition
+(review.services.editions); an editor never approves their own proposal (rule 6).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from core.actions import Action
+from core.services import audit_log
+from questions import services as question_services
+from questions.models import KeyEntry, SourceDocument
+from review import permissions
+from review.errors import (
+    InvalidInputError,
+    InvalidTransitionError,
+)
+from review.models import (
+    CitationCheck,
+    Proposal,
+    ReviewItem,
+)
+from review.selectors import entry_for_question, working_edition
+from review.services.common import (
+    _bump,
+    _check_version,
+    _claim_deadline,
+    _claim_needed,
+    _item_state,
+    _lock_item,
+    _log_item,
+    _require,
+)
+from review.services.editions import draft_edition_get_or_create
+
+logger = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------ checks and proposals
+
+
+def citation_check_record(
+    *,
+    item: ReviewItem,
+    user,
+    version: int | None,
+    locator_exists: str,
+    supports: str,
+    edition_in_force: str,
+    amended: str,
+    note: str = "",
+    source_url: str = "",
+) -> CitationCheck:
+    """Record the holder's check of the key's citation against the source (rule 5)."""
+    errors: dict[str, list[str]] = {}
+    for name, value, choices in (
+        ("locator_exists", locator_exists, CitationCheck.YesNo),
+        ("supports", supports, CitationCheck.Supports),
+        ("edition_in_force", edition_in_force, CitationCheck.InForce),
+        ("amended", amended, CitationCheck.Amended),
+    ):
+        if value not in choices.values:
+            errors[name] = [f"Choose one of: {', '.join(choices.labels)}."]
+    if errors:
+        raise InvalidInputError(errors)
+    with transaction.atomic():
+        locked = _lock_item(item)
+        _require(
+            permissions.can_check(user, locked), _claim_needed(locked, user, "the citation check")
+        )
+        _check_version(locked, version)
+        entry = entry_for_question(locked.question, working_edition(locked.benchmark))
+        check = CitationCheck.objects.create(
+            item=locked,
+            reviewer=user,
+            key_entry=entry,
+            locator_exists=locator_exists,
+            supports=supports,
+            edition_in_force=edition_in_force,
+            amended=amended,
+            note=note,
+            source_url=source_url,
+        )
+        before = _item_state(locked)
+        _bump(locked)
+        after = {
+            "item": locked.pk,
+            "version": locked.version,
+            "locator_exists": locator_exists,
+            "supports": supports,
+            "edition_in_force": edition_in_force,
+            "amended": amended,
+            "note": note,
+            "source_url": source_url,
+        }
+        audit_log(
+            actor=user,
+            action=Action.CITATION_CHECK_RECORD,
+            target_type="citation_check",
+            target_id=check.pk,
+            target_label=f"{locked.benchmark.name}/{locked.question.question_id}",
+            benchmark_name=locked.benchmark.name,
+            before=None,
+            after=after,
+        )
+        _log_item(user, Action.REVIEW_ITEM_CHECK, locked, before, check=check.pk)
+    return check
+
+
+def _proposal_state(p: Proposal) -> dict[str, Any]:
+    return {
+        "item": p.item_id,
+        "action": p.action,
+        "status": p.status,
+        "answer": p.answer,
+        "citation": {
+            "doc_id": p.citation_doc_id,
+            "locator": p.citation_locator,
+            "quote": p.citation_quote,
+        },
+        "reason": p.reason,
+        "note": p.note,
+        "author": p.author.get_username() if p.author_id else None,
+        "decided_by": p.decided_by.get_username() if p.decided_by_id else None,
+        "decision_comment": p.decision_comment,
+        "key_entry": p.key_entry_id,
+    }
+
+
+def proposal_create(
+    *,
+    item: ReviewItem,
+    user,
+    version: int | None,
+    action: str,
+    answer: str = "",
+    citation_doc_id: str = "",
+    citation_locator: str = "",
+    citation_quote: str = "",
+    reason: str = "",
+    note: str = "",
+) -> Proposal:
+    """Propose an outcome for a claimed item: confirm the key, a correction or a removal.
+
+    The item waits for an editor other than the author (rule 6). A correction must
+    change the answer or the citation and name a known document; corrections and
+    removals need a reason. Raises InvalidInputError (field errors), NotAllowedError,
+    ConflictError.
+    """
+    errors: dict[str, list[str]] = {}
+    if action not in Proposal.Action.values:
+        errors["action"] = ["Choose confirm, correction or removal."]
+    if action != Proposal.Action.CONFIRM and reason not in KeyEntry.Reason.values:
+        errors["reason"] = ["A correction or removal needs a reason."]
+    if reason and reason not in KeyEntry.Reason.values:
+        errors["reason"] = ["Unknown reason."]
+    answer, citation_doc_id = answer.strip(), citation_doc_id.strip()
+    citation_locator, citation_quote = citation_locator.strip(), citation_quote.strip()
+    if errors:
+        raise InvalidInputError(errors)
+    with transaction.atomic():
+        locked = _lock_item(item)
+        _require(permissions.can_propose(user, locked), _claim_needed(locked, user, "a proposal"))
+        _check_version(locked, version)
+        if locked.status != ReviewItem.Status.CLAIMED:
+            raise InvalidTransitionError("the item already has a proposal awaiting approval")
+        base = entry_for_question(locked.question, working_edition(locked.benchmark))
+        if action == Proposal.Action.CORRECT:
+            if not answer:
+                errors["answer"] = ["A correction needs the corrected answer."]
+            if (
+                citation_doc_id
+                and not SourceDocument.objects.filter(
+                    benchmark=locked.benchmark, doc_id=citation_doc_id
+                ).exists()
+            ):
+                errors["citation_doc_id"] = [f"No source document {citation_doc_id!r}."]
+            if citation_doc_id and not citation_locator:
+                errors["citation_locator"] = ["Give the clause, table or diagram."]
+            if (
+                base is not None
+                and not errors
+                and (
+                    answer == base.answer
+                    and citation_doc_id == base.citation_doc_id
+                    and citation_locator == base.citation_locator
+                    and citation_quote == base.citation_quote
+                )
+            ):
+                errors["answer"] = ["Nothing changed: change the answer or the citation."]
+            if errors:
+                raise InvalidInputError(errors)
+        elif action != Proposal.Action.CORRECT:
+            answer = citation_doc_id = citation_locator = citation_quote = ""
+        proposal = Proposal.objects.create(
+            item=locked,
+            author=user,
+            action=action,
+            base_entry=base,
+            answer=answer,
+            citation_doc_id=citation_doc_id,
+            citation_locator=citation_locator,
+            citation_quote=citation_quote,
+            reason=reason if action != Proposal.Action.CONFIRM else (reason or ""),
+            note=note,
+        )
+        before = _item_state(locked)
+        _bump(locked, status=ReviewItem.Status.PROPOSED, claim_expires_at=None)
+        _log_proposal(user, Action.PROPOSAL_CREATE, proposal, locked, before=None)
+        _log_item(user, Action.REVIEW_ITEM_PROPOSE, locked, before, proposal=proposal.pk)
+    return proposal
+
+
+def _lock_proposal(proposal: Proposal) -> Proposal:
+    return (
+        Proposal.objects.select_for_update(of=("self",))
+        .select_related("author", "item", "item__benchmark", "item__question", "base_entry")
+        .get(pk=proposal.pk)
+    )
+
+
+def _log_proposal(user, action: str, proposal: Proposal, item: ReviewItem, *, before) -> None:
+    """Write the audit-log entry of a proposal's state change (same transaction as the change)."""
+    audit_log(
+        actor=user,
+        action=action,
+        target_type="proposal",
+        target_id=proposal.pk,
+        target_label=f"{item.benchmark.name}/{item.question.question_id}",
+        benchmark_name=item.benchmark.name,
+        before=before,
+        after=_proposal_state(proposal),
+    )
+
+
+def _lock_pending_for_decision(proposal: Proposal, user, verb: str, allowed) -> Proposal:
+    """Lock a proposal for an editor's decision; refuse the author (rule 6) or a decided one.
+
+    Raises NotAllowedError (not an editor, or the author) or InvalidTransitionError.
+    """
+    locked = _lock_proposal(proposal)
+    _require(
+        allowed(user, locked),
+        f"you cannot {verb} your own proposal"
+        if locked.author_id == getattr(user, "pk", None)
+        else f"only an editor may {verb} proposals",
+    )
+    if not locked.is_pending():
+        raise InvalidTransitionError(f"the proposal is already {locked.status}")
+    return locked
+
+
+def proposal_approve(*, proposal: Proposal, user, comment: str = "") -> Proposal:
+    """Approve a pending proposal (an editor other than its author: rule 6).
+
+    A correction or removal creates the question's KeyEntry in the benchmark's draft key
+    edition (opened as a child of the latest published one if needed) via
+    questions.services.key_entry_create; a confirmation changes no key. The item closes
+    as confirmed / corrected / removed.
+    """
+    with transaction.atomic():
+        locked = _lock_pending_for_decision(proposal, user, "approve", permissions.can_approve)
+        before = _proposal_state(locked)
+        item = _lock_item(locked.item)
+        if locked.changes_key():
+            draft = draft_edition_get_or_create(benchmark=item.benchmark, user=user)
+            base = locked.base_entry
+            if locked.action == Proposal.Action.REMOVE:
+                fields = {
+                    "answer": base.answer if base else "",
+                    "citation_doc_id": base.citation_doc_id if base else "",
+                    "citation_locator": base.citation_locator if base else "",
+                    "citation_quote": base.citation_quote if base else "",
+                    "has_citation": base.has_citation if base else False,
+                    "removed": True,
+                }
+            else:
+                fields = {
+                    "answer": locked.answer,
+                    "citation_doc_id": locked.citation_doc_id,
+                    "citation_locator": locked.citation_locator,
+                    "citation_quote": locked.citation_quote,
+                    "has_citation": bool(locked.citation_doc_id),
+                    "removed": False,
+                }
+            locked.key_entry = question_services.key_entry_create(
+                edition=draft,
+                question=item.question,
+                reason=locked.reason,
+                note=locked.note,
+                **fields,
+            )
+        locked.status = Proposal.Status.APPROVED
+        locked.decided_by = user
+        locked.decided_at = timezone.now()
+        locked.decision_comment = comment
+        locked.save(
+            update_fields=["status", "decided_by", "decided_at", "decision_comment", "key_entry"]
+        )
+        outcome = {
+            Proposal.Action.CONFIRM: ReviewItem.Status.CONFIRMED,
+            Proposal.Action.CORRECT: ReviewItem.Status.CORRECTED,
+            Proposal.Action.REMOVE: ReviewItem.Status.REMOVED,
+        }[locked.action]
+        item_before = _item_state(item)
+        _bump(item, status=outcome, claim_expires_at=None, closed_at=timezone.now())
+        _log_proposal(user, Action.PROPOSAL_APPROVE, locked, item, before=before)
+        _log_item(user, Action.REVIEW_ITEM_CLOSE, item, item_before, proposal=locked.pk)
+    return locked
+
+
+def proposal_reject(*, proposal: Proposal, user, comment: str) -> Proposal:
+    """Reject a pending proposal with a comment; the item goes back to its reviewer (claimed)."""
+    if not (comment or "").strip():
+        raise InvalidInputError({"comment": ["Say why the proposal is rejected."]})
+    with transaction.atomic():
+        locked = _lock_pending_for_decision(proposal, user, "reject", permissions.can_reject)
+        before = _proposal_state(locked)
+        locked.status = Proposal.Status.REJECTED
+        locked.decided_by = user
+        locked.decided_at = timezone.now()
+        locked.decision_comment = comment.strip()
+        locked.save(update_fields=["status", "decided_by", "decided_at", "decision_comment"])
+        item = _lock_item(locked.item)
+        item_before = _item_state(item)
+        now = timezone.now()
+        _bump(
+            item,
+            status=ReviewItem.Status.CLAIMED,
+            claimed_by=locked.author,
+            claimed_at=now,
+            claim_expires_at=_claim_deadline(now),
+        )
+        _log_proposal(user, Action.PROPOSAL_REJECT, locked, item, before=before)
+        _log_item(user, Action.REVIEW_ITEM_RETURN, item, item_before, proposal=locked.pk)
+    return locked
+
+
+def proposal_withdraw(*, proposal: Proposal, user) -> Proposal:
+    """Withdraw one's own pending proposal; the item goes back to the author's claim."""
+    with transaction.atomic():
+        locked = _lock_proposal(proposal)
+        _require(locked.author_id == getattr(user, "pk", None), "only the author may withdraw")
+        if not locked.is_pending():
+            raise InvalidTransitionError(f"the proposal is already {locked.status}")
+        before = _proposal_state(locked)
+        locked.status = Proposal.Status.WITHDRAWN
+        locked.save(update_fields=["status"])
+        item = _lock_item(locked.item)
+        item_before = _item_state(item)
+        _bump(item, status=ReviewItem.Status.CLAIMED, claim_expires_at=_claim_deadline())
+        _log_proposal(user, Action.PROPOSAL_WITHDRAW, locked, item, before=before)
+        _log_item(user, Action.REVIEW_ITEM_RETURN, item, item_before, proposal=locked.pk)
+    return locked
