@@ -6,7 +6,6 @@ folder and, with no REDIS_URL, Celery tasks run eagerly in the web process.
 
 from __future__ import annotations
 
-import math
 import re
 import warnings
 from pathlib import Path
@@ -14,12 +13,14 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from config.env import choice, flag, number
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
-DEBUG = env.bool("DJANGO_DEBUG", default=False)
+DEBUG = flag("DJANGO_DEBUG", default=False)
 SECRET_KEY = env.str(
     "DJANGO_SECRET_KEY",
     default="insecure-dev-key-only-for-the-zero-set-up-default-change-me-0123456789",
@@ -70,8 +71,8 @@ AUTHENTICATION_BACKENDS = [
 ]
 # Login rate limit (django-axes): 5 failures for one username from one address lock it
 # out for 15 minutes. DRF token requests do not go through the login form.
-AXES_FAILURE_LIMIT = env.int("SNAGLIST_LOGIN_FAILURE_LIMIT", default=5)
-AXES_COOLOFF_TIME = env.float("SNAGLIST_LOGIN_COOLOFF_HOURS", default=0.25)
+AXES_FAILURE_LIMIT = number("SNAGLIST_LOGIN_FAILURE_LIMIT", int, 5, minimum=1)
+AXES_COOLOFF_TIME = number("SNAGLIST_LOGIN_COOLOFF_HOURS", float, 0.25, above=0)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
@@ -141,21 +142,28 @@ REDIS_URL = env.str("REDIS_URL", default="")
 # kombu log "No hostname was supplied" on every run).
 CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = None
-CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
+CELERY_TASK_ALWAYS_EAGER = flag("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=3600)
-CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=3300)
+CELERY_TASK_TIME_LIMIT = number("CELERY_TASK_TIME_LIMIT", int, 3600, minimum=1)
+CELERY_TASK_SOFT_TIME_LIMIT = number("CELERY_TASK_SOFT_TIME_LIMIT", int, 3300, minimum=1)
+if CELERY_TASK_SOFT_TIME_LIMIT >= CELERY_TASK_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        f"CELERY_TASK_SOFT_TIME_LIMIT ({CELERY_TASK_SOFT_TIME_LIMIT}) must be below "
+        f"CELERY_TASK_TIME_LIMIT ({CELERY_TASK_TIME_LIMIT})"
+    )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="snaglist")
 # With acks_late, Redis re-delivers an unacknowledged task after this many seconds: it
 # must exceed the longest task time limit, or a slow task would run twice.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=CELERY_TASK_TIME_LIMIT + 600)
+    "visibility_timeout": number(
+        "CELERY_VISIBILITY_TIMEOUT", int, CELERY_TASK_TIME_LIMIT + 600, above=CELERY_TASK_TIME_LIMIT
+    )
 }
 # Periodic work (run `celery -A config beat`, or a worker with -B): a publish whose re-scoring
 # task never reached the broker is started here once the broker is back.
@@ -209,16 +217,13 @@ SPECTACULAR_SETTINGS = {
 
 # --- Domain settings (methodology.md) --------------------------------------
 # Rule 9: a new band starts where the gap to the next model is >= this many points.
-SNAGLIST_BAND_GAP = env.float("SNAGLIST_BAND_GAP", default=1.5)
-SNAGLIST_BOOTSTRAP = env.int("SNAGLIST_BOOTSTRAP", default=1000)
-SNAGLIST_BOOTSTRAP_SEED = env.int("SNAGLIST_BOOTSTRAP_SEED", default=20240301)
+SNAGLIST_BAND_GAP = number("SNAGLIST_BAND_GAP", float, 1.5, above=0, maximum=100)
+SNAGLIST_BOOTSTRAP = number("SNAGLIST_BOOTSTRAP", int, 1000, minimum=1)
+SNAGLIST_BOOTSTRAP_SEED = number("SNAGLIST_BOOTSTRAP_SEED", int, 20240301, minimum=0)
 # Rule 4: "any_adverse" (wrong/ungradeable in any combination) or "same_verdict".
-SNAGLIST_AUDIT_EXCLUSION_RULE = env.str("SNAGLIST_AUDIT_EXCLUSION_RULE", default="any_adverse")
-if SNAGLIST_AUDIT_EXCLUSION_RULE not in {"any_adverse", "same_verdict"}:
-    raise ImproperlyConfigured(
-        "SNAGLIST_AUDIT_EXCLUSION_RULE must be 'any_adverse' or 'same_verdict', "
-        f"not {SNAGLIST_AUDIT_EXCLUSION_RULE!r}"
-    )
+SNAGLIST_AUDIT_EXCLUSION_RULE = choice(
+    "SNAGLIST_AUDIT_EXCLUSION_RULE", "any_adverse", {"any_adverse", "same_verdict"}
+)
 # The composition root builds the audit -> triage chain (architecture.md): the task every
 # key-audit run sends its id to when it finishes. Scoring names no review code; an empty
 # value turns the chain off.
@@ -232,61 +237,41 @@ if SNAGLIST_AUDIT_FOLLOW_UP_TASK and not re.fullmatch(
         "SNAGLIST_AUDIT_FOLLOW_UP_TASK must be a Celery task name such as "
         f"'review.triage_after_audit' (or empty), not {SNAGLIST_AUDIT_FOLLOW_UP_TASK!r}"
     )
-SNAGLIST_CONSENSUS_SHARE = env.float("SNAGLIST_CONSENSUS_SHARE", default=0.6)
-SNAGLIST_CONSENSUS_MIN_MODEL_SCORE = env.float("SNAGLIST_CONSENSUS_MIN_MODEL_SCORE", default=50.0)
-SNAGLIST_CLAIM_MINUTES = env.int("SNAGLIST_CLAIM_MINUTES", default=30)
-SNAGLIST_IMPORT_ERROR_CAP = env.int("SNAGLIST_IMPORT_ERROR_CAP", default=200)
-for _name in ("SNAGLIST_BAND_GAP", "SNAGLIST_CLAIM_MINUTES", "SNAGLIST_BOOTSTRAP"):
-    if globals()[_name] <= 0:
-        raise ImproperlyConfigured(f"{_name} must be positive, not {globals()[_name]!r}")
-if not 0 < SNAGLIST_CONSENSUS_SHARE <= 1:
-    raise ImproperlyConfigured("SNAGLIST_CONSENSUS_SHARE must be in (0, 1]")
+SNAGLIST_CONSENSUS_SHARE = number("SNAGLIST_CONSENSUS_SHARE", float, 0.6, above=0, maximum=1)
+SNAGLIST_CONSENSUS_MIN_MODEL_SCORE = number(
+    "SNAGLIST_CONSENSUS_MIN_MODEL_SCORE", float, 50.0, minimum=0, maximum=100
+)
+SNAGLIST_CLAIM_MINUTES = number("SNAGLIST_CLAIM_MINUTES", int, 30, minimum=1)
+SNAGLIST_IMPORT_ERROR_CAP = number("SNAGLIST_IMPORT_ERROR_CAP", int, 200, minimum=1)
 
 # --- Re-scoring workers (scoring.services.tunables, scoring.tasks) -------------
-# A value that is not a number stops start-up with ImproperlyConfigured naming it.
-
-
-def _scoring_number(name: str, cast: type, default: float, *, zero_ok: bool) -> float:
-    # Floats are parsed with float() itself: env.float drops the characters it does not
-    # expect, so "1e3" would silently become 13.0.
-    raw = env.str(name, default="").strip()
-    try:
-        value = default if raw == "" else cast(raw)
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value):
-        kind = "an integer" if cast is int else "a number"
-        raise ImproperlyConfigured(f"{name} must be {kind}, not {raw!r}")
-    if value < 0 or (value == 0 and not zero_ok):
-        limit = "zero or more" if zero_ok else "positive"
-        raise ImproperlyConfigured(f"{name} must be {limit}, not {value!r}")
-    return value
-
-
 # Pairs per scoring.grade_chunk task. Each chunk ends by draining its calls and the next
 # begins by loading its rows, so small chunks leave judge slots idle: on the throughput bench
 # (bench/README.md) chunks of 50 gave 1.48x the floor, 250 1.29x, 500 1.25x, 1,000
 # 1.23-1.27x. 500 calls at 16 in flight and 5 s a call take ~160 s, well inside the task's
 # time limit.
-SNAGLIST_RESCORE_CHUNK = _scoring_number("SNAGLIST_RESCORE_CHUNK", int, 500, zero_ok=False)
+SNAGLIST_RESCORE_CHUNK = number("SNAGLIST_RESCORE_CHUNK", int, 500, minimum=1)
 # Seconds a claimed pair stays reserved for its worker (longer than a call with its retries).
-SNAGLIST_PAIR_LEASE_SECONDS = _scoring_number(
-    "SNAGLIST_PAIR_LEASE_SECONDS", float, 900.0, zero_ok=False
-)
+SNAGLIST_PAIR_LEASE_SECONDS = number("SNAGLIST_PAIR_LEASE_SECONDS", float, 900.0, above=0)
 # Threads one worker process may add to grade chunks (0: each chunk on its task's thread).
-SNAGLIST_JUDGE_THREADS = _scoring_number("SNAGLIST_JUDGE_THREADS", int, 64, zero_ok=True)
+SNAGLIST_JUDGE_THREADS = number("SNAGLIST_JUDGE_THREADS", int, 64, minimum=0)
 # Times a chunk is sent again for pairs whose judge is unavailable (0: never).
-SNAGLIST_RESCORE_MAX_RETRIES = _scoring_number("SNAGLIST_RESCORE_MAX_RETRIES", int, 8, zero_ok=True)
+SNAGLIST_RESCORE_MAX_RETRIES = number("SNAGLIST_RESCORE_MAX_RETRIES", int, 8, minimum=0)
 # First backoff in seconds for an unavailable judge (doubles per retry, capped at 600).
-SNAGLIST_RESCORE_RETRY_BASE_SECONDS = _scoring_number(
-    "SNAGLIST_RESCORE_RETRY_BASE_SECONDS", float, 30.0, zero_ok=False
+SNAGLIST_RESCORE_RETRY_BASE_SECONDS = number(
+    "SNAGLIST_RESCORE_RETRY_BASE_SECONDS", float, 30.0, above=0
 )
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="WARNING")},
+    "root": {
+        "handlers": ["console"],
+        "level": choice(
+            "DJANGO_LOG_LEVEL", "WARNING", {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
+        ),
+    },
 }
 
 # Serve static files from the repo's static/ folder in every mode (no collectstatic needed

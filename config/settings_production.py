@@ -5,6 +5,8 @@ DJANGO_SECRET_KEY, DATABASE_URL and REDIS_URL must be set; start-up fails otherw
 
 from __future__ import annotations
 
+from config.env import flag, number
+
 from .settings import *  # noqa: F403
 from .settings import env
 
@@ -15,9 +17,9 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SECURE = True
 CSRF_COOKIE_SAMESITE = "Lax"
-SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+SECURE_SSL_REDIRECT = flag("DJANGO_SECURE_SSL_REDIRECT", default=True)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=31536000)
+SECURE_HSTS_SECONDS = number("DJANGO_HSTS_SECONDS", int, 31536000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True
 SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -1,5 +1,6 @@
-"""The re-scoring knobs (SNAGLIST_RESCORE_CHUNK, ...) are settings read once at start-up:
-a bad value stops the process with a message naming the variable; unset, the defaults hold."""
+"""Every setting is read once at start-up (config/env.py): a bad value stops the process with
+a message naming the variable; unset, the defaults hold. The re-scoring knobs
+(SNAGLIST_RESCORE_CHUNK, ...) in detail, then every other variable the settings read."""
 
 from __future__ import annotations
 
@@ -74,16 +75,20 @@ def test_good_values_are_read_with_their_types_and_zero_where_it_means_something
     [
         ("SNAGLIST_RESCORE_CHUNK", "many", "SNAGLIST_RESCORE_CHUNK must be an integer, not 'many'"),
         ("SNAGLIST_RESCORE_CHUNK", "2.5", "SNAGLIST_RESCORE_CHUNK must be an integer, not '2.5'"),
-        ("SNAGLIST_RESCORE_CHUNK", "0", "SNAGLIST_RESCORE_CHUNK must be positive, not 0"),
+        ("SNAGLIST_RESCORE_CHUNK", "0", "SNAGLIST_RESCORE_CHUNK must be at least 1, not 0"),
         ("SNAGLIST_PAIR_LEASE_SECONDS", "1e", "SNAGLIST_PAIR_LEASE_SECONDS must be a number"),
         ("SNAGLIST_PAIR_LEASE_SECONDS", "nan", "SNAGLIST_PAIR_LEASE_SECONDS must be a number"),
-        ("SNAGLIST_PAIR_LEASE_SECONDS", "-5", "SNAGLIST_PAIR_LEASE_SECONDS must be positive"),
-        ("SNAGLIST_JUDGE_THREADS", "-1", "SNAGLIST_JUDGE_THREADS must be zero or more, not -1"),
+        (
+            "SNAGLIST_PAIR_LEASE_SECONDS",
+            "-5",
+            "SNAGLIST_PAIR_LEASE_SECONDS must be more than 0, not -5",
+        ),
+        ("SNAGLIST_JUDGE_THREADS", "-1", "SNAGLIST_JUDGE_THREADS must be at least 0, not -1"),
         ("SNAGLIST_RESCORE_MAX_RETRIES", "x", "SNAGLIST_RESCORE_MAX_RETRIES must be an integer"),
         (
             "SNAGLIST_RESCORE_RETRY_BASE_SECONDS",
             "0",
-            "SNAGLIST_RESCORE_RETRY_BASE_SECONDS must be positive, not 0.0",
+            "SNAGLIST_RESCORE_RETRY_BASE_SECONDS must be more than 0, not 0",
         ),
     ],
 )
@@ -110,3 +115,48 @@ def test_code_reads_the_knobs_from_settings_at_call_time(settings):
         tunables.max_chunk_retries(),
         tunables.retry_base_seconds(),
     ) == (7, 1.5, 2, 3, 0.25)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("DJANGO_DEBUG", "ture", "DJANGO_DEBUG must be one of 1/true/yes/on or 0/false/no/off"),
+        ("CELERY_TASK_ALWAYS_EAGER", "maybe", "CELERY_TASK_ALWAYS_EAGER must be one of"),
+        ("SNAGLIST_LOGIN_FAILURE_LIMIT", "five", "SNAGLIST_LOGIN_FAILURE_LIMIT must be an integer"),
+        ("SNAGLIST_LOGIN_FAILURE_LIMIT", "0", "SNAGLIST_LOGIN_FAILURE_LIMIT must be at least 1"),
+        ("SNAGLIST_LOGIN_COOLOFF_HOURS", "0", "SNAGLIST_LOGIN_COOLOFF_HOURS must be more than 0"),
+        ("CELERY_TASK_TIME_LIMIT", "1h", "CELERY_TASK_TIME_LIMIT must be an integer, not '1h'"),
+        (
+            "CELERY_TASK_SOFT_TIME_LIMIT",
+            "4000",
+            "CELERY_TASK_SOFT_TIME_LIMIT (4000) must be below CELERY_TASK_TIME_LIMIT (3600)",
+        ),
+        ("CELERY_VISIBILITY_TIMEOUT", "60", "CELERY_VISIBILITY_TIMEOUT must be more than 3600"),
+        ("SNAGLIST_BAND_GAP", "1,5", "SNAGLIST_BAND_GAP must be a number, not '1,5'"),
+        ("SNAGLIST_BAND_GAP", "0", "SNAGLIST_BAND_GAP must be more than 0, not 0"),
+        ("SNAGLIST_BOOTSTRAP", "-3", "SNAGLIST_BOOTSTRAP must be at least 1, not -3"),
+        ("SNAGLIST_BOOTSTRAP_SEED", "seed", "SNAGLIST_BOOTSTRAP_SEED must be an integer"),
+        ("SNAGLIST_AUDIT_EXCLUSION_RULE", "both", "must be one of 'any_adverse', 'same_verdict'"),
+        ("SNAGLIST_AUDIT_FOLLOW_UP_TASK", "not a task", "must be a Celery task name"),
+        ("SNAGLIST_CONSENSUS_SHARE", "1.2", "SNAGLIST_CONSENSUS_SHARE must be at most 1, not 1.2"),
+        ("SNAGLIST_CONSENSUS_MIN_MODEL_SCORE", "101", "must be at most 100, not 101"),
+        ("SNAGLIST_CLAIM_MINUTES", "0", "SNAGLIST_CLAIM_MINUTES must be at least 1, not 0"),
+        ("SNAGLIST_IMPORT_ERROR_CAP", "lots", "SNAGLIST_IMPORT_ERROR_CAP must be an integer"),
+        ("DJANGO_LOG_LEVEL", "LOUD", "DJANGO_LOG_LEVEL must be one of"),
+    ],
+)
+def test_every_other_setting_refuses_a_bad_value_naming_it(name, value, message):
+    started = _start(**{name: value})
+    assert started.returncode != 0
+    assert "ImproperlyConfigured" in started.stderr
+    assert message in started.stderr
+
+
+def test_words_for_true_and_false_are_read_strictly(monkeypatch):
+    from config.env import flag
+
+    for word, value in (("Yes", True), ("on", True), ("1", True), ("OFF", False), ("no", False)):
+        monkeypatch.setenv("SNAGLIST_TEST_FLAG", word)
+        assert flag("SNAGLIST_TEST_FLAG", default=not value) is value
+    monkeypatch.setenv("SNAGLIST_TEST_FLAG", "  ")
+    assert flag("SNAGLIST_TEST_FLAG", default=True) is True  # blank: the default
