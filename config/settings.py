@@ -219,7 +219,7 @@ if SNAGLIST_AUDIT_EXCLUSION_RULE not in {"any_adverse", "same_verdict"}:
         "SNAGLIST_AUDIT_EXCLUSION_RULE must be 'any_adverse' or 'same_verdict', "
         f"not {SNAGLIST_AUDIT_EXCLUSION_RULE!r}"
     )
-# The composition root builds the audit -> triage chain (architecture.md): the task every
+# The composition root builds the audit -> triage chain (docs/architecture.md): the task every
 # key-audit run sends its id to when it finishes. Scoring names no review code; an empty
 # value turns the chain off.
 SNAGLIST_AUDIT_FOLLOW_UP_TASK = env.str(
