@@ -224,7 +224,7 @@ SNAGLIST_BOOTSTRAP_SEED = number("SNAGLIST_BOOTSTRAP_SEED", int, 20240301, minim
 SNAGLIST_AUDIT_EXCLUSION_RULE = choice(
     "SNAGLIST_AUDIT_EXCLUSION_RULE", "any_adverse", {"any_adverse", "same_verdict"}
 )
-# The composition root builds the audit -> triage chain (architecture.md): the task every
+# The composition root builds the audit -> triage chain (docs/architecture.md): the task every
 # key-audit run sends its id to when it finishes. Scoring names no review code; an empty
 # value turns the chain off.
 SNAGLIST_AUDIT_FOLLOW_UP_TASK = env.str(

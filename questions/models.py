@@ -1,7 +1,8 @@
 """The data layer: benchmarks, source documents, questions, key editions and responses.
 
 Terms follow ../shared/spec/methodology.md. Rule 7 (the original key is immutable) is
-enforced by database triggers (migration 0002), not only here.
+enforced by database triggers (migrations 0002 for key rows, 0004 for the wording of
+questions a published entry answers), not only here.
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ def key_entries_for_edition(
 ) -> dict[int, Any]:
     """Return {question pk: effective key entry} for every question keyed in `edition`.
 
-    The one implementation of "effective key entry" (architecture.md): an edition inherits
+    The one implementation of "effective key entry" (docs/architecture.md): an edition inherits
     every question it has no entry for from its parent (questions/models.py), so the
     effective entry is the one of the nearest edition in [self, parent, ...] that has one.
     Entries with `removed=True` are included: `scored_entries` says what is scored.

@@ -2,8 +2,8 @@
 
 Each function is keyword-only, runs in one transaction and raises a `questions.errors`
 domain error for an illegal action. Methodology rule 7 (published key editions are
-immutable) is enforced here in Python and, underneath, by database triggers (migration
-0002), so a bug here still cannot change a published row.
+immutable) is enforced here in Python and, underneath, by database triggers (migrations
+0002 and 0004), so a bug here still cannot change a published row.
 """
 
 from __future__ import annotations

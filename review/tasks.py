@@ -5,7 +5,7 @@
   exclusions and review items without anyone running `triage` by hand. Scoring sends it
   with the run id when the run closes (`ScoringRun.on_complete`); which task follows an
   audit is set by the composition root (settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK), so scoring
-  never imports review (architecture.md).
+  never imports review (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Templates live in `scoring/prompts/<version>.txt` and use `string.Template`
 placeholders (`$question`), so the JSON braces in them need no escaping.
 A template is never edited in place: a changed prompt is a new file and a new
-version, because grades are stored per prompt version (architecture.md).
+version, because grades are stored per prompt version (docs/architecture.md).
 """
 
 from __future__ import annotations
