@@ -132,7 +132,11 @@ def test_the_check_reports_names_that_no_longer_exist():
     assert len(problems) == 6, problems
     assert problems[0] == "scoring.services.grade_pair: scoring.services has no 'grade_pair'"
     assert "review.models has no 'AuditLogEntry'" in problems[1]
-    assert problems[2] == "questions.bundles.importer: questions has no 'bundles'"
+    # (a left-over questions/bundles/__pycache__ folder makes `questions.bundles` importable)
+    assert problems[2] in (
+        "questions.bundles.importer: questions has no 'bundles'",
+        "questions.bundles.importer: questions.bundles has no 'importer'",
+    )
     assert problems[3] == "URL name review:no_such_page does not exist"
     assert problems[4] == "path scoring/services.py does not exist"
     assert problems[5] == "API path /api/no-such-thing/ does not resolve"

@@ -92,7 +92,12 @@ def test_audit_key_command_ends_with_triage(data):
 
 def test_an_explicit_follow_up_replaces_the_default(data, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        run = services.audit_run_start(edition=data.original, on_complete="tests.nothing")
+        run = services.scoring_run_create(
+            edition=data.original,
+            judges=data.auditors,
+            kind=ScoringRun.Kind.AUDIT,
+            on_complete="tests.nothing",
+        )
     assert run.on_complete == "tests.nothing"
 
 

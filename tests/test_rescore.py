@@ -430,7 +430,12 @@ def test_audit_run_stores_verdicts_and_sends_the_follow_up(
 ):
     FOLLOW_UPS.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.audit_run_start(edition=data.original, on_complete="tests.record_follow_up")
+        run = services.scoring_run_create(
+            edition=data.original,
+            judges=data.auditors,
+            kind="audit",
+            on_complete="tests.record_follow_up",
+        )
     run.refresh_from_db()
     n = len(data.questions) * len(data.auditors)
     assert (run.kind, run.status, run.needed, run.graded) == ("audit", "complete", n, n)

@@ -34,7 +34,6 @@ from scoring.services.pairs import (
     rescore_needed_pairs,
 )
 from scoring.services.runs import (
-    audit_run_start,
     leaderboard_refresh,
     pending_pairs,
     rescore_after_publish,
@@ -69,7 +68,6 @@ __all__ = [
     "PairUnavailable",
     "active_graders",
     "audit_needed_pairs",
-    "audit_run_start",
     "chunk_size",
     "chunk_threads_cap",
     "citation_text",

@@ -231,30 +231,6 @@ def rescore_after_publish(edition_id: int) -> ScoringRun | None:
     return scoring_run_create(edition=edition, judges=judges, kind=ScoringRun.Kind.GRADE)
 
 
-def audit_run_start(
-    *,
-    edition: KeyEdition,
-    auditors: Sequence[Judge] | None = None,
-    user: Any = None,
-    on_complete: str = "",
-) -> ScoringRun:
-    """Create and enqueue an audit run; `on_complete` (a task name) gets the run id when done.
-
-    `auditors` defaults to every active auditor that can audit; `on_complete` to
-    settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK (triage of the edition; see scoring_run_create).
-    Raises DomainError when no auditor can audit.
-    """
-    if auditors is None:
-        auditors, _ = active_graders(edition, role=Judge.Role.AUDITOR)
-    return scoring_run_create(
-        edition=edition,
-        judges=auditors,
-        kind=ScoringRun.Kind.AUDIT,
-        user=user,
-        on_complete=on_complete,
-    )
-
-
 # -- re-scoring after publish: an outbox, so a broker outage never fails a publish ------------
 
 
