@@ -29,9 +29,9 @@ from core.actions import Action
 from core.services import audit_log
 from questions import services as question_services
 from questions.models import AuditExclusion, KeyEntry
-from scoring.models import AuditVerdict, Judge
+from scoring.models import ADVERSE_VERDICTS, AuditVerdict, Judge
 
-ADVERSE = frozenset({AuditVerdict.Verdict.WRONG, AuditVerdict.Verdict.UNGRADEABLE})
+ADVERSE = ADVERSE_VERDICTS
 EXCLUSION_REASON = "auditors_agree"
 
 EXCLUDE = "exclude"  # every auditor (two or more) adverse, as the rule requires

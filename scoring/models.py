@@ -226,7 +226,12 @@ class AuditVerdict(models.Model):
         return f"{self.auditor.judge_id}: {self.verdict} on {self.key_entry}"
 
     def is_adverse(self) -> bool:
-        return self.verdict in (self.Verdict.WRONG, self.Verdict.UNGRADEABLE)
+        """Return True for `wrong` or `ungradeable` (rule 4's adverse verdicts)."""
+        return self.verdict in ADVERSE_VERDICTS
+
+
+# Rule 4: the verdicts that count against a key entry (scoring.audit_rule decides with them).
+ADVERSE_VERDICTS = frozenset({AuditVerdict.Verdict.WRONG, AuditVerdict.Verdict.UNGRADEABLE})
 
 
 class JudgeCall(models.Model):

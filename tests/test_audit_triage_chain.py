@@ -112,3 +112,57 @@ def test_triage_after_audit_ignores_what_it_should_not_triage(data):
     )
     assert triage_after_audit(pending.pk) is None  # not finished
     assert not AuditLogEntry.objects.filter(action="triage.run").exists()
+
+
+def test_in_a_fresh_process_audit_key_on_the_demo_is_followed_by_triage(tmp_path):
+    """The zero set-up default (SQLite, eager tasks) in a process that never imported
+    review.tasks: the follow-up is found by name and triage runs (it was lost before)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_TASK_ALWAYS_EAGER")
+    }
+    environ.update(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'fresh.sqlite3'}",
+        DJANGO_SETTINGS_MODULE="config.settings",
+    )
+
+    def manage(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=root,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    manage("migrate", "--verbosity", "0")
+    manage("import_bundle", "questions/fixtures/demo-bundle")
+    manage("audit_key", "--benchmark", "uk-construction-demo", "--wait")
+    script = (
+        "import django, json; django.setup(); "
+        "from core.models import AuditLogEntry; "
+        "print(json.dumps(list(AuditLogEntry.objects.filter(action='triage.run')"
+        ".values_list('actor_id', flat=True))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=root,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    # One triage, by the system (no actor): the audit run's follow-up.
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [None]

@@ -188,16 +188,34 @@ def _after_finish(run: ScoringRun) -> None:
     kind_grade = run.kind == ScoringRun.Kind.GRADE
 
     def send() -> None:
-        from celery import current_app
-
         if complete and kind_grade:
             from scoring.tasks import refresh_leaderboard
 
             refresh_leaderboard.delay(run_id)
         if follow_up:
-            current_app.signature(follow_up, args=[run_id]).apply_async()
+            send_follow_up(follow_up, run_id)
 
     transaction.on_commit(send)
+
+
+def send_follow_up(task_name: str, run_id: int) -> bool:
+    """Send the task named `task_name` with `run_id`; return False when no such task exists.
+
+    Looked up in the Celery app's registry after the apps' `tasks` modules are imported
+    (`import_default_modules`): Celery imports them by itself only in a worker, and a name
+    it does not know is handed to the broker as is - in the web process or a command with
+    eager tasks (the zero set-up default) that message was lost, so an audit run started
+    there was never followed by triage. An unknown name is logged as an error.
+    """
+    from celery import current_app
+
+    current_app.loader.import_default_modules()
+    task = current_app.tasks.get(task_name)
+    if task is None:
+        logger.error("run %s: follow-up task %r is not registered; not sent", run_id, task_name)
+        return False
+    task.apply_async(args=[run_id])
+    return True
 
 
 def leaderboard_refresh(*, run: ScoringRun) -> None:
