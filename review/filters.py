@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import django_filters
 
+from core.actions import Action
 from core.models import AuditLogEntry
 from review.models import ReviewItem, Source
 
@@ -73,7 +74,7 @@ class AuditLogFilter(django_filters.FilterSet):
     """The one filter definition of the audit log, for the page and the API alike.
 
     Parameters (exact matches, all optional): `actor` (actor label, a username or
-    "system"), `action`, `target_type`, `target_id`, `benchmark_name`, and `date_from` /
+    "system"), `action` (a core.actions.Action value), `target_type`, `target_id`, `benchmark_name`, and `date_from` /
     `date_to` (inclusive, by the entry's date; dd/mm/yyyy as the page shows, dd/mm/yy, or
     ISO yyyy-mm-dd). A value that is not a date is a form error: the API answers 400, the page
     applies the other filters and says which date it did not apply (`errors`). Newest
@@ -81,6 +82,9 @@ class AuditLogFilter(django_filters.FilterSet):
     """
 
     actor = django_filters.CharFilter(field_name="actor_label")
+    # One of core.actions.Action: an unknown action is an error (400 from the API), not an
+    # empty list that looks like "nothing happened".
+    action = django_filters.ChoiceFilter(choices=Action.choices)
     date_from = django_filters.DateFilter(
         field_name="created_at", lookup_expr="date__gte", input_formats=LOG_DATE_INPUT_FORMATS
     )

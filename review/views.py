@@ -20,6 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from core.actions import Action
 from core.roles import Role, has_role
 from questions.models import AuditExclusion, Benchmark, KeyEdition
 from review import permissions, selectors, services
@@ -529,8 +530,6 @@ def edition_publish(request: HttpRequest, benchmark: str, name: str) -> HttpResp
 @requires(permissions.can_view_log)
 def log(request: HttpRequest) -> HttpResponse:
     """The audit log, newest first, filterable by actor, action, target and date."""
-    from core.models import AuditLogEntry
-
     log_filter = AuditLogFilter(request.GET)
     page = Paginator(log_filter.qs, 100).get_page(request.GET.get("page"))
     bad_dates = [
@@ -538,9 +537,7 @@ def log(request: HttpRequest) -> HttpResponse:
         for name, label in (("date_from", "From"), ("date_to", "To"))
         if name in log_filter.errors
     ]
-    actions = list(
-        AuditLogEntry.objects.order_by("action").values_list("action", flat=True).distinct()
-    )
+    bad_action = request.GET.get("action") if "action" in log_filter.errors else None
     return render(
         request,
         "review/log.html",
@@ -548,7 +545,8 @@ def log(request: HttpRequest) -> HttpResponse:
             "page": page,
             "params": request.GET,
             "bad_dates": bad_dates,
-            "actions": actions,
+            "bad_action": bad_action,
+            "actions": Action.choices,
             "query": _query_without_page(request),
         },
     )

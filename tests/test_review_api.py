@@ -283,3 +283,11 @@ def test_log_page_and_api_accept_the_same_filters_and_dates(client, world, revie
     assert api_for(admin).get("/api/review/log/?date_from=31/02/2026").status_code == 400
     bad = client.get("/log/?date_from=31/02/2026").content.decode()
     assert "Not a date, so not applied: From &#x27;31/02/2026&#x27;" in bad
+    # The action is one of core.actions.Action: the page offers each by its label, and an
+    # unknown one is an error (400 from the API; said on the page), never an empty list.
+    page = client.get("/log/").content.decode()
+    assert '<option value="review_item.claim">claimed the item</option>' in page
+    assert '<option value="user.roles">changed a user&#x27;s roles</option>' in page
+    assert api_for(admin).get("/api/review/log/?action=review_item.grab").status_code == 400
+    bad = client.get("/log/?action=review_item.grab").content.decode()
+    assert "No such action, so not applied: review_item.grab" in bad
