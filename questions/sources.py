@@ -2,7 +2,9 @@
 
 Pure functions only (no Django import): the ``import_sources`` / ``locate``
 management commands call :func:`index_files`, :func:`parse_sections`,
-:func:`normalise_locator`, :func:`nearest_locators` and :func:`quote_span`.
+:func:`normalise_locator`, :func:`nearest_locators` and :func:`quote_span`;
+the review item page and triage's citation checks both ask :func:`locate_quote`
+where a key entry's quote lies.
 
 Locators produced: numbered paragraphs (``"2.1"``, ``"10.14"``, Approved
 Document A's ``"2C12"``, appendix forms ``"A1.1"``, ``"B.2"``, ``"B11"``) and
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import functools
 import re
 import unicodedata
 from collections import Counter
@@ -25,6 +28,8 @@ __all__ = [
     "fold",
     "guess_document_meta",
     "index_files",
+    "locate_quote",
+    "QuoteLocation",
     "nearest_locators",
     "normalise_locator",
     "parse_sections",
@@ -125,6 +130,82 @@ def quote_span(section_text: str, quote: str) -> tuple[int, int] | None:
         if k >= 0:
             return starts[k], ends[k + len(needle) - 1]
     return None
+
+
+_ELLIPSIS = re.compile(r"\s*(?:\.\s*\.\s*\.|\u2026|\[\s*\.\.\.\s*\])\s*")
+
+
+def _quote_parts(quote: str) -> list[str]:
+    """Split a quote at its ellipses ("...", "…", "[...]") into the non-blank parts."""
+    return [p for p in _ELLIPSIS.split(quote) if fold(p)]
+
+
+def _span_in(text: str, quote: str) -> tuple[int, int] | None:
+    """Return the [start, end) of ``quote`` in ``text``; an elided quote's parts in order."""
+    span = quote_span(text, quote)
+    parts = _quote_parts(quote)
+    if span is not None or len(parts) < 2:
+        return span
+    start = end = None
+    offset = 0
+    for part in parts:
+        found = quote_span(text[offset:], part)
+        if found is None:
+            return None
+        start = offset + found[0] if start is None else start
+        end = offset + found[1]
+        offset = end
+    return (start, end) if start is not None and end is not None else None
+
+
+@dataclass(frozen=True)
+class QuoteLocation:
+    """Where a key entry's quote lies.
+
+    ``span``: [start, end) in the cited passage's text, or None when the quote is not
+    there; ``elsewhere``: the locators of the other passages that contain it (document
+    order; searched only when ``span`` is None).
+    """
+
+    span: tuple[int, int] | None
+    elsewhere: tuple[str, ...] = ()
+
+    @property
+    def found(self) -> bool:
+        return self.span is not None
+
+
+def locate_quote(quote: str, passage: str | None, others=()) -> QuoteLocation:
+    """Find ``quote`` in the cited ``passage`` and, failing that, in the ``others``.
+
+    ``passage``: the cited passage's text, or None when the locator was not found;
+    ``others``: an iterable of (locator, text) of the document's other passages, read
+    only when the quote is not in ``passage``. Matching is :func:`quote_span`'s
+    (folded: case, whitespace, ligatures, quotes and dashes do not matter); a quote
+    elided with "...", "…" or "[...]" matches when its parts occur in order. Returns a
+    :class:`QuoteLocation`; a blank quote is never found. Never raises for ``str``.
+    """
+    if not fold(quote):
+        return QuoteLocation(None)
+    span = _span_in(passage, quote) if passage else None
+    if span is not None:
+        return QuoteLocation(span)
+    return QuoteLocation(None, tuple(loc for loc, text in others if _contains(text, quote)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _folded(text: str, drop_spaces: bool) -> str:
+    """Cached :func:`_fold_with_map` text: a document's passages are searched once per quote."""
+    return _fold_with_map(text, drop_spaces=drop_spaces)[0]
+
+
+def _contains(text: str, quote: str) -> bool:
+    """Return ``_span_in(text, quote) is not None``, with the passage's folding cached."""
+    for drop in (False, True):
+        needle = _fold_with_map(quote, drop_spaces=drop)[0]
+        if needle and needle in _folded(text, drop):
+            return True
+    return len(_quote_parts(quote)) > 1 and _span_in(text, quote) is not None
 
 
 # --------------------------------------------------------------------------- cleaning
