@@ -29,6 +29,7 @@ __all__ = [
     "guess_document_meta",
     "index_files",
     "locate_quote",
+    "keep_quoted_passages",
     "QuoteLocation",
     "nearest_locators",
     "normalise_locator",
@@ -570,7 +571,9 @@ def parse_sections(text: str) -> list[ParsedSection]:
     best: dict[str, _Cand] = {}
     for c in paras + [c for c in cands if c.kind != "para"]:
         cur = best.get(c.locator)
-        if cur is None or (c.kind == "para" and (not c.prose, c.length) > (not cur.prose, cur.length)):
+        if cur is None or (
+            c.kind == "para" and (not c.prose, c.length) > (not cur.prose, cur.length)
+        ):
             best[c.locator] = c
     kept = sorted(best.values(), key=lambda c: c.start)
     sections = []
@@ -647,3 +650,54 @@ def index_files(paths) -> dict[str, tuple[dict, list[ParsedSection]]]:
             )
         out[meta["doc_id"]] = (meta, parse_sections(text))
     return out
+
+
+def keep_quoted_passages(
+    parsed: list[ParsedSection],
+    stored: list[tuple[str, str, str]],
+    quotes: list[tuple[str, str, str]],
+) -> tuple[list[ParsedSection], list[dict]]:
+    """Merge a re-index of a document with its stored passages, never losing a cited quote.
+
+    ``parsed``: the new passages (document order); ``stored``: the stored passages as
+    (locator, heading, text) in document order; ``quotes``: the key's citations of this
+    document as (locator, quote, label), label naming who cites it (e.g. "Q012 in
+    original"). For each cited locator (matched exact or :func:`normalise_locator`)
+    whose stored passage holds the quote (:func:`locate_quote`) while the new passage
+    does not, or is missing, the stored passage is kept: it replaces the new one, or
+    is inserted after the last new passage whose locator preceded it in the stored
+    order (first when it was first, last when none of those is in the new text). Returns (passages with ``position``
+    renumbered 0..n-1, [{"locator", "cited_by", "why"}] one per passage kept).
+    Never raises for well-formed input.
+    """
+
+    def norm(loc: str) -> str:
+        try:
+            return normalise_locator(loc)
+        except ValueError:
+            return loc
+
+    out = list(parsed)
+    kept: list[dict] = []
+    stored_at = {norm(loc): i for i, (loc, _h, _t) in enumerate(stored)}
+    for locator, quote, label in quotes:
+        i = stored_at.get(norm(locator))
+        if i is None or not locate_quote(quote, stored[i][2]).found:
+            continue
+        if any(k["locator"] == stored[i][0] for k in kept):
+            kept[[k["locator"] for k in kept].index(stored[i][0])]["cited_by"].append(label)
+            continue
+        new_at = next((k for k, p in enumerate(out) if norm(p.locator) == norm(locator)), None)
+        if new_at is not None and locate_quote(quote, out[new_at].text).found:
+            continue
+        old = ParsedSection(stored[i][0], stored[i][1], stored[i][2], 0)
+        if new_at is not None:
+            out[new_at] = old
+            why = "the new text's passage does not hold the cited quote"
+        else:
+            prev = {norm(loc) for loc, _h, _t in stored[:i]}
+            after = max((k for k, p in enumerate(out) if norm(p.locator) in prev), default=None)
+            out.insert(0 if not prev else len(out) if after is None else after + 1, old)
+            why = "the new text has no passage at this locator"
+        kept.append({"locator": stored[i][0], "cited_by": [label], "why": why})
+    return [ParsedSection(p.locator, p.heading, p.text, n) for n, p in enumerate(out)], kept
