@@ -3,12 +3,15 @@
 Methodology rules 3 and 4, and issue 4:
 
 - both auditors adverse (`wrong`/`ungradeable`; SNAGLIST_AUDIT_EXCLUSION_RULE
-  `any_adverse` = any combination, `same_verdict` = the same verdict) -> the question's
+  `any_adverse` = any combination, `same_verdict` = the same verdict) and independent
+  (scoring.audit_rule.not_independent: different vendors, not the same backend and
+  model) -> the question's
   effective key entry in the edition is excluded from scoring with reason `auditors_agree`
   (questions.models.AuditExclusion: it holds in the editions that use that entry, not in
   the original when a corrected edition is triaged, nor in an edition that corrects it);
 - exactly one auditor adverse -> item `single_auditor_flag` (a single adverse opinion is
-  not evidence: the question is not changed);
+  not evidence: the question is not changed); every auditor adverse but no two
+  independent -> the same item with every verdict and a note saying why;
 - any judge flag -> item `judge_flag` (both judges flagging ranks highest);
 - `consensus_against_key`: at least SNAGLIST_CONSENSUS_SHARE of the models that answered
   have the lowest grade of the scale as their agreed grade (rule 1; with a one-judge panel,
@@ -49,7 +52,14 @@ from questions.selectors import (
 from review.citation_checks import citation_findings
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
 from review.services import key_entry_exclude, review_item_create
-from scoring.audit_rule import EXCLUDE, EXCLUSION_REASON, MIXED, SINGLE, audit_decisions
+from scoring.audit_rule import (
+    EXCLUDE,
+    EXCLUSION_REASON,
+    MIXED,
+    NOT_INDEPENDENT,
+    SINGLE,
+    audit_decisions,
+)
 from scoring.engine import agreed_grades
 from scoring.engine import model_scores as engine_model_scores
 from scoring.models import Grade, Judge
@@ -146,6 +156,12 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
             exclusions[qpk] = detail
         elif decision.outcome == MIXED:
             detail["note"] = "every auditor adverse but with different verdicts (rule same_verdict)"
+            items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
+        elif decision.outcome == NOT_INDEPENDENT:
+            detail["note"] = (
+                "every auditor adverse, but not independent opinions (rule 4): "
+                f"{decision.why_not_independent}"
+            )
             items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
         elif decision.outcome == SINGLE:
             items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
