@@ -15,7 +15,10 @@ the checks a machine can make on every key entry whose cited document has indexe
   passages that hold it, if any;
 - ``figure_not_in_passage``: a figure of the key answer (a number with a unit, parsed
   by scoring.judges.figures, units converted: "1.1 m" is "1100 mm") is stated nowhere
-  in the cited passage; names the passage's figures of the same dimension, if any.
+  in the cited passage; names the passage's figures of the same dimension, if any;
+- ``figure_limit_reversed``: a figure of the key answer is stated in the passage, but
+  as the opposite limit (the key says "a maximum of 1200mm", the passage "at least
+  1200mm"; limit directions by scoring.judges.figures).
 
 No threshold is involved: every check is a yes/no fact about the text (a figure matches
 when it equals a passage figure after unit conversion, within float rounding:
@@ -77,29 +80,48 @@ def _load_documents(doc_pks: set[int]) -> dict[int, _Document]:
 
 
 def figure_findings(answer: str, passage: str) -> list[dict[str, Any]]:
-    """Return one finding per figure of ``answer`` that ``passage`` does not state.
+    """Return one finding per figure of ``answer`` that ``passage`` does not state as the key does.
 
     Figures are numbers with units (scoring.judges.figures.extract_figures; bare numbers
     are skipped); a figure is stated when it equals one of the passage's figures after
-    unit conversion (Figure.matches). Each finding: {"figure": "900 mm",
-    "passage_figures": ["800 mm", ...]} (the passage's distinct figures of the same
-    dimension, in reading order; empty when it gives none). Each distinct answer figure
-    is reported once.
+    unit conversion (Figure.matches). Findings, each distinct answer figure once:
+
+    - {"problem": "figure_not_in_passage", "figure": "900 mm", "passage_figures":
+      ["800 mm", ...]}: not stated; the passage's distinct figures of the same
+      dimension, in reading order (empty when it gives none);
+    - {"problem": "figure_limit_reversed", "figure": "1200 mm", "key_limit": "max",
+      "passage_limit": "min"}: stated, but the key gives it as a maximum ("not more
+      than", "a maximum of") where every statement of it in the passage is a minimum, or
+      the reverse (the parser's limit direction; a figure with no direction on either
+      side is never reversed).
     """
     stated = extract_figures(passage)
     found: list[dict[str, Any]] = []
     seen: list[Figure] = []
     for fig in extract_figures(answer):
-        if fig.dim is None or any(fig.matches(s) for s in stated):
-            continue
-        if any(fig.matches(s) for s in seen):
+        if fig.dim is None or any(fig.matches(s) for s in seen):
             continue
         seen.append(fig)
-        same: list[str] = []
-        for s in stated:
-            if s.dim == fig.dim and s.label() not in same:
-                same.append(s.label())
-        found.append({"figure": fig.label(), "passage_figures": same})
+        same_value = [s for s in stated if fig.matches(s)]
+        if not same_value:
+            same: list[str] = []
+            for s in stated:
+                if s.dim == fig.dim and s.label() not in same:
+                    same.append(s.label())
+            found.append(
+                {"problem": "figure_not_in_passage", "figure": fig.label(), "passage_figures": same}
+            )
+        elif fig.direction and all(
+            s.direction and s.direction != fig.direction for s in same_value
+        ):
+            found.append(
+                {
+                    "problem": "figure_limit_reversed",
+                    "figure": fig.label(),
+                    "key_limit": fig.direction,
+                    "passage_limit": same_value[0].direction,
+                }
+            )
     return found
 
 
@@ -153,9 +175,7 @@ def check_entry(entry: KeyEntry, document: _Document | None) -> list[dict[str, A
             }
         )
     for finding in figure_findings(entry.answer or "", passage):
-        failures.append(
-            {"doc_id": doc.doc_id, "locator": locator, "problem": "figure_not_in_passage"} | finding
-        )
+        failures.append({"doc_id": doc.doc_id, "locator": locator} | finding)
     return failures
 
 
@@ -225,4 +245,11 @@ def describe(detail: dict[str, Any]) -> str:
         if detail.get("passage_figures"):
             text += f", which gives {_names(detail['passage_figures'])}"
         return text
+    if problem == "figure_limit_reversed":
+        words = {"min": "a minimum", "max": "a maximum"}
+        key_limit, passage_limit = detail.get("key_limit"), detail.get("passage_limit")
+        return (
+            f"Key answer gives {detail.get('figure')} as {words.get(key_limit, key_limit)}; "
+            f"{doc} {loc} gives it as {words.get(passage_limit, passage_limit)}"
+        )
     return f"{doc}: {problem}"

@@ -58,14 +58,36 @@ def test_figure_findings_converts_units_and_names_the_passage_figure_of_that_uni
     passage = "The minimum clear width should be 1.1m and the landing at least 900 mm long."
     assert figure_findings("A clear width of 1100 mm.", passage) == []
     assert figure_findings("A width of 1.2 m; the landing 900mm.", passage) == [
-        {"figure": "1.2 m", "passage_figures": ["1.1 m", "900 mm"]}
+        {
+            "problem": "figure_not_in_passage",
+            "figure": "1.2 m",
+            "passage_figures": ["1.1 m", "900 mm"],
+        }
     ]
     # A figure of a unit the passage never gives: named, with no passage figure.
     assert figure_findings("Within 30 minutes.", passage) == [
-        {"figure": "30 minutes", "passage_figures": []}
+        {"problem": "figure_not_in_passage", "figure": "30 minutes", "passage_figures": []}
     ]
     # Bare numbers are not compared (a class, a count, a list item).
     assert figure_findings("Class 2 and item 3.", passage) == []
+
+
+def test_figure_findings_names_a_limit_the_key_reverses():
+    passage = "The landing should be at least 900mm long and not more than 2m wide."
+    assert figure_findings("A landing a maximum of 900 mm long.", passage) == [
+        {
+            "problem": "figure_limit_reversed",
+            "figure": "900 mm",
+            "key_limit": "max",
+            "passage_limit": "min",
+        }
+    ]
+    # Same limit, or no limit stated by the key: nothing to say.
+    assert figure_findings("A landing at least 900 mm long, 2 m wide.", passage) == []
+    # The passage states the figure both ways somewhere: not reversed.
+    both = passage + " A step of at least 2m is needed."
+    assert figure_findings("not more than 2 m", both) == []
+    assert figure_findings("at least 2 m", passage)[0]["passage_limit"] == "max"
 
 
 def test_describe_says_each_failure_in_words():
@@ -81,6 +103,16 @@ def test_describe_says_each_failure_in_words():
             "passage_figures": ["900 mm"],
         }
     ) == ("Key answer's 950 mm is not stated in ADK 1.2, which gives 900 mm")
+    assert describe(
+        {
+            "doc_id": "ADK",
+            "locator": "1.2",
+            "problem": "figure_limit_reversed",
+            "figure": "1200 mm",
+            "key_limit": "max",
+            "passage_limit": "min",
+        }
+    ) == ("Key answer gives 1200 mm as a maximum; ADK 1.2 gives it as a minimum")
     assert (
         describe(
             {
@@ -191,6 +223,12 @@ def test_citation_checks_on_real_approved_document_text_with_planted_defects():
             assert "quote_not_in_passage" in flagged[qid]
         elif kind == "wrong_figure":
             assert "figure_not_in_passage" in flagged[qid]
+    # Wrong conditions may be missed (issue 17); a reversed limit catches 3 of the 4
+    # (CT016 "not more than 328mm" for "at least", CT048 and CT064 "a maximum of" for
+    # "a minimum of"); CT032 ("need not" for "should") changes no figure's limit.
+    assert caught.get("wrong_condition", 0) == 3, flagged
+    for qid in ("CT016", "CT048", "CT064"):
+        assert LABELS[qid] == "wrong_condition" and "figure_limit_reversed" in flagged[qid]
     # At most one false flag per 10 sound entries (goal of issue 17).
     assert result["false_flags_per_10_sound"] <= 1.0, {
         q: p for q, p in flagged.items() if LABELS[q] == "sound"
