@@ -414,10 +414,18 @@ def test_three_adverse_auditors_exclude_when_two_of_them_are_independent(world):
 def test_the_demo_reference_auditors_queue_what_they_both_reject():
     """The demo's two auditors are offline reference auditors of one vendor ("snaglist"):
     the two questions both reject are queued with both verdicts, not excluded."""
+    import io
+
     from questions.models import Benchmark
     from tests.conftest import DEMO_BUNDLE
 
-    call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
+    err = io.StringIO()
+    call_command("import_bundle", str(DEMO_BUNDLE), stdout=io.StringIO(), stderr=err)
+    assert (
+        "auditors ref-auditor-a, ref-auditor-b are from the same vendor (snaglist); "
+        "methodology asks for auditors from different vendors (rule 4: their agreeing "
+        "adverse verdicts go to the review queue, they never exclude a question by themselves)"
+    ) in err.getvalue()
     assert not AuditExclusion.objects.exists()
     triage_run(benchmark=Benchmark.objects.get())
     notes = [
