@@ -3,8 +3,8 @@
 Pure functions only (no Django import): the ``import_sources`` / ``locate``
 management commands call :func:`index_files`, :func:`parse_sections`,
 :func:`normalise_locator`, :func:`nearest_locators` and :func:`quote_span`;
-the review item page and triage's citation checks both ask :func:`locate_quote`
-where a key entry's quote lies.
+questions.passages builds on :func:`quote_span` (where a key entry's quote lies, and
+which passages to keep when a document is re-indexed).
 
 Locators produced: numbered paragraphs (``"2.1"``, ``"10.14"``, Approved
 Document A's ``"2C12"``, appendix forms ``"A1.1"``, ``"B.2"``, ``"B11"``) and
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import functools
 import re
 import unicodedata
 from collections import Counter
@@ -28,9 +27,6 @@ __all__ = [
     "fold",
     "guess_document_meta",
     "index_files",
-    "locate_quote",
-    "keep_quoted_passages",
-    "QuoteLocation",
     "nearest_locators",
     "normalise_locator",
     "parse_sections",
@@ -102,15 +98,16 @@ def _fold_with_map(text: str, drop_spaces: bool = False) -> tuple[str, list[int]
     return "".join(out), starts, ends
 
 
-def fold(text: str) -> str:
+def fold(text: str, *, drop_spaces: bool = False) -> str:
     """Return ``text`` normalised for searching.
 
     Rules: ligatures (ﬁ ﬂ ﬀ ﬃ ﬄ) expanded, curly quotes/primes to ``'``/``"``,
     dashes and minus to ``-``, soft hyphens and zero-width characters removed,
     NFKC applied, non-breaking spaces to spaces, whitespace runs collapsed to one
-    space and trimmed, then ``casefold``. Never raises for ``str`` input.
+    space and trimmed, then ``casefold``; with ``drop_spaces`` all whitespace is
+    removed instead (the second pass of :func:`quote_span`). Never raises for ``str``.
     """
-    return _fold_with_map(text)[0]
+    return _fold_with_map(text, drop_spaces=drop_spaces)[0]
 
 
 def quote_span(section_text: str, quote: str) -> tuple[int, int] | None:
@@ -131,82 +128,6 @@ def quote_span(section_text: str, quote: str) -> tuple[int, int] | None:
         if k >= 0:
             return starts[k], ends[k + len(needle) - 1]
     return None
-
-
-_ELLIPSIS = re.compile(r"\s*(?:\.\s*\.\s*\.|\u2026|\[\s*\.\.\.\s*\])\s*")
-
-
-def _quote_parts(quote: str) -> list[str]:
-    """Split a quote at its ellipses ("...", "…", "[...]") into the non-blank parts."""
-    return [p for p in _ELLIPSIS.split(quote) if fold(p)]
-
-
-def _span_in(text: str, quote: str) -> tuple[int, int] | None:
-    """Return the [start, end) of ``quote`` in ``text``; an elided quote's parts in order."""
-    span = quote_span(text, quote)
-    parts = _quote_parts(quote)
-    if span is not None or len(parts) < 2:
-        return span
-    start = end = None
-    offset = 0
-    for part in parts:
-        found = quote_span(text[offset:], part)
-        if found is None:
-            return None
-        start = offset + found[0] if start is None else start
-        end = offset + found[1]
-        offset = end
-    return (start, end) if start is not None and end is not None else None
-
-
-@dataclass(frozen=True)
-class QuoteLocation:
-    """Where a key entry's quote lies.
-
-    ``span``: [start, end) in the cited passage's text, or None when the quote is not
-    there; ``elsewhere``: the locators of the other passages that contain it (document
-    order; searched only when ``span`` is None).
-    """
-
-    span: tuple[int, int] | None
-    elsewhere: tuple[str, ...] = ()
-
-    @property
-    def found(self) -> bool:
-        return self.span is not None
-
-
-def locate_quote(quote: str, passage: str | None, others=()) -> QuoteLocation:
-    """Find ``quote`` in the cited ``passage`` and, failing that, in the ``others``.
-
-    ``passage``: the cited passage's text, or None when the locator was not found;
-    ``others``: an iterable of (locator, text) of the document's other passages, read
-    only when the quote is not in ``passage``. Matching is :func:`quote_span`'s
-    (folded: case, whitespace, ligatures, quotes and dashes do not matter); a quote
-    elided with "...", "…" or "[...]" matches when its parts occur in order. Returns a
-    :class:`QuoteLocation`; a blank quote is never found. Never raises for ``str``.
-    """
-    if not fold(quote):
-        return QuoteLocation(None)
-    span = _span_in(passage, quote) if passage else None
-    if span is not None:
-        return QuoteLocation(span)
-    return QuoteLocation(None, tuple(loc for loc, text in others if _contains(text, quote)))
-
-
-@functools.lru_cache(maxsize=4096)
-def _folded(text: str, drop_spaces: bool) -> str:
-    """Cached :func:`_fold_with_map` text: a document's passages are searched once per quote."""
-    return _fold_with_map(text, drop_spaces=drop_spaces)[0]
-
-
-def _contains(text: str, quote: str) -> bool:
-    """Return ``_span_in(text, quote) is not None``, with the passage's folding cached."""
-    for drop in (False, True):
-        needle = _fold_with_map(quote, drop_spaces=drop)[0]
-        if needle and needle in _folded(text, drop):
-            return True
-    return len(_quote_parts(quote)) > 1 and _span_in(text, quote) is not None
 
 
 # --------------------------------------------------------------------------- cleaning
@@ -650,54 +571,3 @@ def index_files(paths) -> dict[str, tuple[dict, list[ParsedSection]]]:
             )
         out[meta["doc_id"]] = (meta, parse_sections(text))
     return out
-
-
-def keep_quoted_passages(
-    parsed: list[ParsedSection],
-    stored: list[tuple[str, str, str]],
-    quotes: list[tuple[str, str, str]],
-) -> tuple[list[ParsedSection], list[dict]]:
-    """Merge a re-index of a document with its stored passages, never losing a cited quote.
-
-    ``parsed``: the new passages (document order); ``stored``: the stored passages as
-    (locator, heading, text) in document order; ``quotes``: the key's citations of this
-    document as (locator, quote, label), label naming who cites it (e.g. "Q012 in
-    original"). For each cited locator (matched exact or :func:`normalise_locator`)
-    whose stored passage holds the quote (:func:`locate_quote`) while the new passage
-    does not, or is missing, the stored passage is kept: it replaces the new one, or
-    is inserted after the last new passage whose locator preceded it in the stored
-    order (first when it was first, last when none of those is in the new text). Returns (passages with ``position``
-    renumbered 0..n-1, [{"locator", "cited_by", "why"}] one per passage kept).
-    Never raises for well-formed input.
-    """
-
-    def norm(loc: str) -> str:
-        try:
-            return normalise_locator(loc)
-        except ValueError:
-            return loc
-
-    out = list(parsed)
-    kept: list[dict] = []
-    stored_at = {norm(loc): i for i, (loc, _h, _t) in enumerate(stored)}
-    for locator, quote, label in quotes:
-        i = stored_at.get(norm(locator))
-        if i is None or not locate_quote(quote, stored[i][2]).found:
-            continue
-        if any(k["locator"] == stored[i][0] for k in kept):
-            kept[[k["locator"] for k in kept].index(stored[i][0])]["cited_by"].append(label)
-            continue
-        new_at = next((k for k, p in enumerate(out) if norm(p.locator) == norm(locator)), None)
-        if new_at is not None and locate_quote(quote, out[new_at].text).found:
-            continue
-        old = ParsedSection(stored[i][0], stored[i][1], stored[i][2], 0)
-        if new_at is not None:
-            out[new_at] = old
-            why = "the new text's passage does not hold the cited quote"
-        else:
-            prev = {norm(loc) for loc, _h, _t in stored[:i]}
-            after = max((k for k, p in enumerate(out) if norm(p.locator) in prev), default=None)
-            out.insert(0 if not prev else len(out) if after is None else after + 1, old)
-            why = "the new text has no passage at this locator"
-        kept.append({"locator": stored[i][0], "cited_by": [label], "why": why})
-    return [ParsedSection(p.locator, p.heading, p.text, n) for n, p in enumerate(out)], kept

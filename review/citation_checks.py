@@ -11,7 +11,7 @@ the checks a machine can make on every key entry whose cited document has indexe
   questions.sources.normalise_locator); names the nearest locators
   (questions.sources.nearest_locators) and the passages that hold the quote;
 - ``quote_not_in_passage``: the quote is not in the cited passage
-  (questions.sources.locate_quote, the function the item page uses); names the
+  (questions.passages.locate_quote, the function the item page uses); names the
   passages that hold it, if any;
 - ``figure_not_in_passage``: a figure of the key answer (a number with a unit, parsed
   by scoring.judges.figures, units converted: "1.1 m" is "1100 mm") is stated nowhere
@@ -33,7 +33,8 @@ from collections import defaultdict
 from typing import Any
 
 from questions.models import KeyEntry, Section
-from questions.sources import locate_quote, nearest_locators, normalise_locator
+from questions.passages import locate_quote
+from questions.sources import nearest_locators, normalise_locator
 from scoring.judges.figures import Figure, extract_figures
 
 QUOTE_SHOWN = 120  # characters of the quote repeated in evidence (the item page shows it all)

@@ -300,11 +300,12 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
 
     When the locator is not found, `nearest` lists the locators it probably meant
     (questions.sources.nearest_locators). Where the quote is not in the passage,
-    `quote_elsewhere` names the passages that hold it (questions.sources.locate_quote,
+    `quote_elsewhere` names the passages that hold it (questions.passages.locate_quote,
     the function triage's citation checks use too).
     """
+    from questions.passages import locate_quote
     from questions.selectors import section_for_locator
-    from questions.sources import locate_quote, nearest_locators
+    from questions.sources import nearest_locators
 
     if entry is None or not entry.has_citation:
         return None

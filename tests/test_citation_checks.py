@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command
 
 from questions.models import SourceDocument
-from questions.sources import locate_quote
+from questions.passages import locate_quote
 from review.citation_checks import describe, figure_findings
 from review.models import Evidence, ReviewItem
 from review.triage import triage_run

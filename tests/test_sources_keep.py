@@ -11,7 +11,8 @@ import pytest
 from django.core.management import call_command
 
 from questions.models import Section
-from questions.sources import ParsedSection, keep_quoted_passages, parse_sections
+from questions.passages import keep_quoted_passages
+from questions.sources import ParsedSection, parse_sections
 from tests.factories import (
     BenchmarkFactory,
     KeyEditionFactory,

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
-from questions import sources
+from questions import passages, sources
 from questions.cli import (
     JsonCommand,
     add_benchmark_argument,
@@ -110,7 +110,7 @@ class Command(JsonCommand):
                     .order_by("position", "id")
                     .values_list("locator", "heading", "text")
                 )
-                sections, kept = sources.keep_quoted_passages(
+                sections, kept = passages.keep_quoted_passages(
                     sections, stored, _cited_quotes(document) if stored else []
                 )
                 removed, _ = Section.objects.filter(document=document).delete()
