@@ -293,6 +293,7 @@ class Passage:
     next: Section | None = None
     nearest: list[str] = field(default_factory=list)
     document_known: bool = True
+    indexed: bool = True  # the document has passages; False: the citation is not checked
 
 
 def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
@@ -322,7 +323,9 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
             .values_list("locator", flat=True)
         )
         return Passage(
-            document=document, nearest=nearest_locators(entry.citation_locator or "", available)
+            document=document,
+            nearest=nearest_locators(entry.citation_locator or "", available),
+            indexed=bool(available),
         )
     passage = Passage(document=document, section=section, before=section.text)
     if entry.citation_quote:

@@ -169,6 +169,18 @@ def test_quote_moved_to_another_passage_is_evidence_and_the_item_page_names_it(
     assert "Key answer&#x27;s 101 mm is not stated in ADA 1.1, which gives 3 m" in body
 
 
+def test_item_page_says_not_checked_when_the_document_has_no_indexed_text(client, reviewer, world):
+    from questions.models import Section
+    from tests.factories import ReviewItemFactory
+
+    Section.objects.filter(document=world.documents["ADA"]).delete()
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    client.force_login(reviewer)
+    body = client.get(f"/review/items/{item.pk}/").content.decode()
+    assert "Citation not checked: the text of AD A has not been indexed" in body
+    assert "was not found in" not in body
+
+
 # --------------------------------------------------------------------------- measurement
 
 
