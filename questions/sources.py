@@ -2,7 +2,9 @@
 
 Pure functions only (no Django import): the ``import_sources`` / ``locate``
 management commands call :func:`index_files`, :func:`parse_sections`,
-:func:`normalise_locator`, :func:`nearest_locators` and :func:`quote_span`.
+:func:`normalise_locator`, :func:`nearest_locators` and :func:`quote_span`;
+questions.passages builds on :func:`quote_span` (where a key entry's quote lies, and
+which passages to keep when a document is re-indexed).
 
 Locators produced: numbered paragraphs (``"2.1"``, ``"10.14"``, Approved
 Document A's ``"2C12"``, appendix forms ``"A1.1"``, ``"B.2"``, ``"B11"``) and
@@ -96,15 +98,16 @@ def _fold_with_map(text: str, drop_spaces: bool = False) -> tuple[str, list[int]
     return "".join(out), starts, ends
 
 
-def fold(text: str) -> str:
+def fold(text: str, *, drop_spaces: bool = False) -> str:
     """Return ``text`` normalised for searching.
 
     Rules: ligatures (ﬁ ﬂ ﬀ ﬃ ﬄ) expanded, curly quotes/primes to ``'``/``"``,
     dashes and minus to ``-``, soft hyphens and zero-width characters removed,
     NFKC applied, non-breaking spaces to spaces, whitespace runs collapsed to one
-    space and trimmed, then ``casefold``. Never raises for ``str`` input.
+    space and trimmed, then ``casefold``; with ``drop_spaces`` all whitespace is
+    removed instead (the second pass of :func:`quote_span`). Never raises for ``str``.
     """
-    return _fold_with_map(text)[0]
+    return _fold_with_map(text, drop_spaces=drop_spaces)[0]
 
 
 def quote_span(section_text: str, quote: str) -> tuple[int, int] | None:
@@ -189,6 +192,16 @@ def clean_text(text: str) -> str:
 
 _NUM = r"\d{1,2}\.\d{1,3}|\d[A-H]\d{1,2}|[A-H]\d{1,2}\.\d{1,3}|[A-H]\.\d{1,3}|[A-H]\d{1,2}"
 _PARA_LINE = re.compile(rf"^(?P<num>{_NUM})(?P<sp>[ \t]+)(?=[A-Z\u2018\u201c'\"])", re.M)
+# A paragraph whose first words were displaced by extraction starts lower-case ("5.5
+# requirement if it is built as follows") or with a figure ("3.15  75mm and 100mm
+# rainwater drains"); table cells start the same way ("7.5 m", "1.25 l/place setting",
+# "12.00  9.60 25.40"), so such a line counts only when it reads as prose: _PROSE_WORDS
+# words of two or more letters on the line, and it does not open with another number of
+# a paragraph's form. Never strong: off the number sequence it is dropped.
+_PARA_LINE_LOW = re.compile(rf"^(?P<num>{_NUM})(?P<sp>[ \t]+)(?=[a-z]|\d)", re.M)
+_PROSE_WORDS = 4
+_WORD = re.compile(r"[A-Za-z]{2,}")
+_OPENS_WITH_NUMBER = re.compile(rf"(?:{_NUM})\s")
 _PARA_MID = re.compile(
     r"(?<=\S)[ \t]+(?P<num>\d{1,2}\.\d{1,3})(?P<sp>[ \t]{2,})(?=[A-Z][a-z]|[A-Z] )"
 )
@@ -293,6 +306,7 @@ class _Cand:
     key: tuple[int, int, int, int]
     length: int = 0
     toc: bool = False
+    prose: bool = False  # starts lower-case or with a figure (_PARA_LINE_LOW)
 
 
 def _candidates(clean: str) -> list[_Cand]:
@@ -305,6 +319,14 @@ def _candidates(clean: str) -> list[_Cand]:
         strong = len(m["sp"]) >= 2 or "\t" in m["sp"]
         strong = strong and (after[:1].isupper() and (after[1:2].islower() or after[1:2] == " "))
         cands[m.start()] = _Cand(m.start(), m.end(), num, "para", strong, key)
+    for m in _PARA_LINE_LOW.finditer(clean):
+        num, key = m["num"], _key(m["num"])
+        line_end = clean.find("\n", m.end())
+        line = clean[m.end() : line_end if line_end >= 0 else len(clean)]
+        if key is None or not _plausible(num, key) or _OPENS_WITH_NUMBER.match(line):
+            continue
+        if len(_WORD.findall(line)) >= _PROSE_WORDS:
+            cands[m.start()] = _Cand(m.start(), m.end(), num, "para", False, key, prose=True)
     for m in _PARA_MID.finditer(clean):
         num, key = m["num"], _key(m["num"])
         prev = re.findall(r"[\w§]+", clean[max(0, m.start() - 30) : m.start()])
@@ -353,6 +375,31 @@ def _lis(keys: list[tuple]) -> set[int]:
 
 def _sequence_filter(paras: list[_Cand]) -> list[_Cand]:
     """Keep paragraph candidates that fit the document's number sequence.
+
+    Candidates that open with a capital are filtered by ``_capital_filter``; one that
+    opens lower-case or with a figure (``_PARA_LINE_LOW``) is then kept only when it
+    fits between the kept paragraphs either side of it: its number is greater than
+    the one before and less than the one after, it shares the appendix and chapter
+    of one of them, and it has some text (20 characters). So "5.5 requirement if
+    ..." between 5.4 and 5.6 is a paragraph, and the capitalised paragraphs are
+    found exactly as before.
+    """
+    kept = _capital_filter([c for c in paras if not c.prose])
+    starts = [c.start for c in kept]
+    extra = []
+    for c in (c for c in paras if c.prose and c.length >= 20):
+        i = bisect.bisect_left(starts, c.start)
+        before = kept[i - 1] if i > 0 else None
+        after = kept[i] if i < len(kept) else None
+        if before is not None and before.key >= c.key or after is not None and after.key <= c.key:
+            continue
+        if any(nb is not None and nb.key[:3] == c.key[:3] for nb in (before, after)):
+            extra.append(c)
+    return sorted(kept + extra, key=lambda c: c.start)
+
+
+def _capital_filter(paras: list[_Cand]) -> list[_Cand]:
+    """Keep the capital-opening paragraph candidates that fit the number sequence.
 
     The backbone is the longest strictly increasing run of numbers (document
     order). A candidate off the backbone survives only if it is strong (line
@@ -411,7 +458,10 @@ def parse_sections(text: str) -> list[ParsedSection]:
     * the text is first passed through :func:`clean_text`;
     * a paragraph starts where a line begins with a number (``2.1``, ``2C12``,
       ``A1.1``, ``B.2``, ``B11``) followed by whitespace and a capital or an
-      opening quote, or mid-line where such a number follows a word (not a
+      opening quote, or by a lower-case word or a figure when the line reads as
+      prose (at least four words, not opening with another paragraph number:
+      "5.5 requirement if it is built as follows", "3.15  75mm and 100mm
+      rainwater drains"), or mid-line where such a number follows a word (not a
       reference word like "paragraph"/"Table"/"and") and is followed by two
       spaces and a capitalised word; ``x.0`` (x > 0) and absurd chapters are
       rejected; candidates must then fit the monotonic number sequence
@@ -421,7 +471,8 @@ def parse_sections(text: str) -> list[ParsedSection]:
       mid-line with two spaces; "(continued)" captions are not new sections;
     * contents-list entries (short line ending in leaders/spaces + page number)
       are ignored; for a repeated paragraph number the occurrence with the
-      longest text wins (ties: first), for a repeated caption the first wins;
+      longest text wins (ties: first) but one opening with a capital beats one
+      opening lower-case or with a figure, for a repeated caption the first wins;
     * a section's text runs from after its label to the next kept start.
       ``heading`` is the caption line for tables/diagrams, the first sentence
       (<= 100 chars) for paragraphs.
@@ -441,7 +492,9 @@ def parse_sections(text: str) -> list[ParsedSection]:
     best: dict[str, _Cand] = {}
     for c in paras + [c for c in cands if c.kind != "para"]:
         cur = best.get(c.locator)
-        if cur is None or (c.kind == "para" and c.length > cur.length):
+        if cur is None or (
+            c.kind == "para" and (not c.prose, c.length) > (not cur.prose, cur.length)
+        ):
             best[c.locator] = c
     kept = sorted(best.values(), key=lambda c: c.start)
     sections = []

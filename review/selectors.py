@@ -288,20 +288,25 @@ class Passage:
     quote: str = ""
     after: str = ""
     quote_found: bool = False
+    quote_elsewhere: tuple[str, ...] = ()
     previous: Section | None = None
     next: Section | None = None
     nearest: list[str] = field(default_factory=list)
     document_known: bool = True
+    indexed: bool = True  # the document has passages; False: the citation is not checked
 
 
 def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     """Return the cited passage with the quote split out for highlighting, or None.
 
     When the locator is not found, `nearest` lists the locators it probably meant
-    (questions.sources.nearest_locators).
+    (questions.sources.nearest_locators). Where the quote is not in the passage,
+    `quote_elsewhere` names the passages that hold it (questions.passages.locate_quote,
+    the function triage's citation checks use too).
     """
+    from questions.passages import locate_quote
     from questions.selectors import section_for_locator
-    from questions.sources import nearest_locators, quote_span
+    from questions.sources import nearest_locators
 
     if entry is None or not entry.has_citation:
         return None
@@ -318,13 +323,22 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
             .values_list("locator", flat=True)
         )
         return Passage(
-            document=document, nearest=nearest_locators(entry.citation_locator or "", available)
+            document=document,
+            nearest=nearest_locators(entry.citation_locator or "", available),
+            indexed=bool(available),
         )
     passage = Passage(document=document, section=section, before=section.text)
     if entry.citation_quote:
-        span = quote_span(section.text, entry.citation_quote)
-        if span:
-            start, end = span
+        others = (
+            Section.objects.filter(document=document)
+            .exclude(pk=section.pk)
+            .order_by("position", "id")
+            .values_list("locator", "text")
+        )
+        found = locate_quote(entry.citation_quote, section.text, others.iterator())
+        passage.quote_elsewhere = found.elsewhere
+        if found.span:
+            start, end = found.span
             passage.before = section.text[:start]
             passage.quote = section.text[start:end]
             passage.after = section.text[end:]

@@ -3,12 +3,15 @@
 Methodology rules 3 and 4, and issue 4:
 
 - both auditors adverse (`wrong`/`ungradeable`; SNAGLIST_AUDIT_EXCLUSION_RULE
-  `any_adverse` = any combination, `same_verdict` = the same verdict) -> the question's
+  `any_adverse` = any combination, `same_verdict` = the same verdict) and independent
+  (scoring.audit_rule.not_independent: different vendors, not the same backend and
+  model) -> the question's
   effective key entry in the edition is excluded from scoring with reason `auditors_agree`
   (questions.models.AuditExclusion: it holds in the editions that use that entry, not in
   the original when a corrected edition is triaged, nor in an edition that corrects it);
 - exactly one auditor adverse -> item `single_auditor_flag` (a single adverse opinion is
-  not evidence: the question is not changed);
+  not evidence: the question is not changed); every auditor adverse but no two
+  independent -> the same item with every verdict and a note saying why;
 - any judge flag -> item `judge_flag` (both judges flagging ranks highest);
 - `consensus_against_key`: at least SNAGLIST_CONSENSUS_SHARE of the models that answered
   have the lowest grade of the scale as their agreed grade (rule 1; with a one-judge panel,
@@ -18,8 +21,12 @@ Methodology rules 3 and 4, and issue 4:
   leaderboard's (scoring.selectors.load_edition_grades) and the agreed grades and model
   scores come from scoring.engine (`agreed_grades`, `model_scores`), so triage's model
   scores are the leaderboard's;
-- `superseded_citation`: the key cites a document whose status is superseded or
-  withdrawn, or a locator not found among the document's Sections.
+- `superseded_citation`: a citation check failed (review.citation_checks, one evidence
+  per failure, its "problem" says which): the cited document is unknown, superseded or
+  withdrawn; the locator is not among its passages; the quote is not in the cited
+  passage (naming the passages that hold it); a figure of the key answer is not stated
+  in the cited passage (naming the passage's figures of that unit). Entries whose
+  document has no indexed text are counted "not checked".
 
 Re-running adds no duplicates: one item that is not closed per question, evidence unique
 per item by fingerprint; a question whose closed item already carries the same evidence
@@ -36,39 +43,27 @@ from django.db import transaction
 
 from core.actions import Action
 from core.services import audit_log
-from questions.models import Benchmark, KeyEdition, Question, Section
+from questions.models import Benchmark, KeyEdition, Question
 from questions.selectors import (
     key_entries_for_edition,
     latest_published_edition,
     scored_entries,
 )
+from review.citation_checks import citation_findings
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
 from review.services import key_entry_exclude, review_item_create
-from scoring.audit_rule import EXCLUDE, EXCLUSION_REASON, MIXED, SINGLE, audit_decisions
+from scoring.audit_rule import (
+    EXCLUDE,
+    EXCLUSION_REASON,
+    MIXED,
+    NOT_INDEPENDENT,
+    SINGLE,
+    audit_decisions,
+)
 from scoring.engine import agreed_grades
 from scoring.engine import model_scores as engine_model_scores
 from scoring.models import Grade, Judge
 from scoring.selectors import load_edition_grades
-
-
-def _locator_index(doc_ids: set[int]) -> dict[int, tuple[set[str], list[str]]]:
-    """Return {document pk: (locators and their normalised forms, locators in document order)}."""
-    from questions.sources import normalise_locator
-
-    index: dict[int, tuple[set[str], list[str]]] = {}
-    for doc_id, locator in (
-        Section.objects.filter(document_id__in=doc_ids)
-        .order_by("document_id", "position", "id")
-        .values_list("document_id", "locator")
-    ):
-        known, ordered = index.setdefault(doc_id, (set(), []))
-        ordered.append(locator)
-        known.add(locator)
-        try:
-            known.add(normalise_locator(locator))
-        except ValueError:
-            pass
-    return index
 
 
 def _judge_flags(
@@ -127,66 +122,14 @@ def _consensus_against_key(
     }
 
 
-def _citation_findings(entries: dict[int, Any]) -> list[tuple[int, dict]]:
-    """Return [(question pk, superseded_citation detail without "edition")] for the entries.
-
-    A cited document that is unknown or not in force (SourceDocument.is_in_force), or a
-    locator not among the document's indexed Sections (exact or normalised). One query.
-    """
-    from questions.sources import nearest_locators, normalise_locator
-
-    found: list[tuple[int, dict]] = []
-    cited = {e.citation_document_id for e in entries.values() if e.citation_document_id}
-    locators = _locator_index(cited)
-    for qpk, entry in entries.items():
-        if not entry.has_citation or not entry.citation_doc_id:
-            continue
-        doc = entry.citation_document
-        if doc is None:
-            found.append((qpk, {"doc_id": entry.citation_doc_id, "problem": "unknown_document"}))
-            continue
-        if not doc.is_in_force():
-            found.append(
-                (
-                    qpk,
-                    {
-                        "doc_id": doc.doc_id,
-                        "document_edition": doc.edition,
-                        "problem": doc.status,
-                        "superseded_by": doc.superseded_by.doc_id if doc.superseded_by_id else None,
-                    },
-                )
-            )
-        known, ordered = locators.get(doc.pk, (set(), []))
-        if not known or not entry.citation_locator:
-            continue  # the document's text is not indexed: nothing to check against
-        try:
-            wanted = normalise_locator(entry.citation_locator)
-        except ValueError:
-            wanted = entry.citation_locator
-        if entry.citation_locator in known or wanted in known:
-            continue
-        found.append(
-            (
-                qpk,
-                {
-                    "doc_id": doc.doc_id,
-                    "locator": entry.citation_locator,
-                    "problem": "locator_not_found",
-                    "nearest": nearest_locators(entry.citation_locator, ordered),
-                },
-            )
-        )
-    return found
-
-
 def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
     """Compute what triage would do, without writing: exclusions and {question pk: [(source, detail)]}.
 
     Keys: "exclusions" and "exclusion_entries" ({question pk: detail / KeyEntry}),
     "items" ({question pk: [(Source, detail)]}), "labels" ({pk: question_id}), "scored"
     (set of question pks), "model_scores" ({model_id: score %, 2 decimals}, the
-    leaderboard's). A fixed number of queries: entries, verdicts, flags, the leaderboard's
+    leaderboard's), "citation_checks" (review.citation_checks summary: checked /
+    not_checked / no_citation / failed by problem, over the edition's entries). A fixed number of queries: entries, verdicts, flags, the leaderboard's
     grade rows, sections.
     """
     entries = key_entries_for_edition(edition, select_related=("citation_document",))
@@ -213,6 +156,12 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
             exclusions[qpk] = detail
         elif decision.outcome == MIXED:
             detail["note"] = "every auditor adverse but with different verdicts (rule same_verdict)"
+            items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
+        elif decision.outcome == NOT_INDEPENDENT:
+            detail["note"] = (
+                "every auditor adverse, but not independent opinions (rule 4): "
+                f"{decision.why_not_independent}"
+            )
             items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
         elif decision.outcome == SINGLE:
             items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
@@ -244,8 +193,9 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
                         (Source.CONSENSUS_AGAINST_KEY, {**consensus, "edition": edition.name})
                     )
 
-    # Detector 2: superseded or missing citation.
-    for qpk, detail in _citation_findings(entries):
+    # Detector 2: the citation checks (review.citation_checks), one evidence per failure.
+    citation_failures, citation_summary = citation_findings(entries)
+    for qpk, detail in citation_failures:
         items[qpk].append((Source.SUPERSEDED_CITATION, {**detail, "edition": edition.name}))
 
     return {
@@ -255,6 +205,7 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
         "labels": labels,
         "scored": scored,
         "model_scores": scores,
+        "citation_checks": citation_summary,
     }
 
 
@@ -269,7 +220,7 @@ def triage_run(
 
     Returns counts: {"benchmark", "edition", "excluded", "already_excluded",
     "items_created", "items_updated", "evidence_added", "skipped_closed", "by_source",
-    "open_items"}. Raises review.errors.NotAllowedError when `user` may not run triage
+    "citation_checks" (see `findings`), "open_items"}. Raises review.errors.NotAllowedError when `user` may not run triage
     (user=None is the system: the command line and the post-audit task).
     """
     from review import permissions
@@ -291,6 +242,7 @@ def triage_run(
         "evidence_added": 0,
         "skipped_closed": 0,
         "by_source": {s.value: 0 for s in Source if s != Source.MANUAL},
+        "citation_checks": found["citation_checks"],
     }
     questions = Question.objects.select_related("benchmark").in_bulk(
         list(found["exclusions"]) + list(found["items"])

@@ -1,9 +1,11 @@
 """Rule 4 of methodology.md (key audit) for one key entry's verdicts, and its exclusions.
 
 Both auditors adverse (`wrong` or `ungradeable`; with SNAGLIST_AUDIT_EXCLUSION_RULE
-`any_adverse` in any combination, with `same_verdict` only the same verdict) -> the key
-entry is excluded from scoring automatically; exactly one adverse -> the question goes to
-human review unchanged ("a single adverse opinion is not evidence"). Each auditor's verdict
+`any_adverse` in any combination, with `same_verdict` only the same verdict) and
+independent (different vendors, not the same backend and model) -> the key entry is
+excluded from scoring automatically; adverse but not independent -> the question goes to
+human review with both verdicts; exactly one adverse -> the question goes to human review
+unchanged ("a single adverse opinion is not evidence"). Each auditor's verdict
 at its current prompt version counts (`audit_decisions` says why).
 
 Used by review's triage (which also queues the review items), by the methodology report
@@ -37,6 +39,7 @@ EXCLUSION_REASON = "auditors_agree"
 EXCLUDE = "exclude"  # every auditor (two or more) adverse, as the rule requires
 MIXED = "mixed"  # every auditor adverse but with different verdicts, rule same_verdict
 SINGLE = "single"  # exactly one auditor adverse
+NOT_INDEPENDENT = "not_independent"  # every auditor adverse, but no two are independent
 
 
 @dataclass(frozen=True)
@@ -45,18 +48,60 @@ class AuditDecision:
 
     `verdicts`: [(auditor judge_id, verdict or None when unparsed, rationale)], one per
     auditor with a verdict that counts, in judge_id order. `outcome`: EXCLUDE, MIXED,
-    SINGLE or None (see `audit_decisions`).
+    NOT_INDEPENDENT, SINGLE or None (see `audit_decisions`). `why_not_independent`: for
+    NOT_INDEPENDENT, why no two of the auditors are independent (`not_independent`).
     """
 
     verdicts: tuple[tuple[str, str | None, str], ...]
     outcome: str | None
+    why_not_independent: str = ""
 
 
-def _outcome(verdicts: Sequence[str | None], rule: str) -> str | None:
+@dataclass(frozen=True)
+class AuditorIdentity:
+    """Who an auditor is, for independence: its judge_id, vendor, backend and model name."""
+
+    judge_id: str
+    vendor: str
+    backend: str
+    model: str
+
+
+def not_independent(a: AuditorIdentity, b: AuditorIdentity) -> str:
+    """Return why auditors `a` and `b` are not independent opinions, or "" when they are.
+
+    Methodology.md rule 4: automatic exclusion needs two independent opinions, auditors
+    of different vendors, not the same backend and model. Vendors compare trimmed and
+    case-folded; a blank vendor is unknown, so it is never "different". Backend and
+    model compare the same way; two auditors with the same non-blank model name and the
+    same backend (both blank included: imported verdicts) are the same model.
+    """
+
+    def norm(value: str) -> str:
+        return (value or "").strip().casefold()
+
+    if not norm(a.vendor) or not norm(b.vendor):
+        blank = a.judge_id if not norm(a.vendor) else b.judge_id
+        return f"the vendor of {blank} is not recorded"
+    if norm(a.vendor) == norm(b.vendor):
+        return f"{a.judge_id} and {b.judge_id} are both from vendor {a.vendor.strip()}"
+    if norm(a.model) and norm(a.model) == norm(b.model) and norm(a.backend) == norm(b.backend):
+        return f"{a.judge_id} and {b.judge_id} are the same model ({a.model.strip()})"
+    return ""
+
+
+def _outcome(
+    verdicts: Sequence[str | None], rule: str, auditors: Sequence[AuditorIdentity]
+) -> tuple[str | None, str]:
     adverse = [v for v in verdicts if v in ADVERSE]
     if len(verdicts) >= 2 and len(adverse) == len(verdicts):
-        return EXCLUDE if rule == "any_adverse" or len(set(adverse)) == 1 else MIXED
-    return SINGLE if len(adverse) == 1 else None
+        if rule != "any_adverse" and len(set(adverse)) > 1:
+            return MIXED, ""
+        reasons = [not_independent(a, b) for i, a in enumerate(auditors) for b in auditors[i + 1 :]]
+        if any(not r for r in reasons):
+            return EXCLUDE, ""
+        return NOT_INDEPENDENT, "; ".join(dict.fromkeys(reasons))
+    return (SINGLE if len(adverse) == 1 else None), ""
 
 
 def audit_decisions(entry_ids: Iterable[int], rule: str | None = None) -> dict[int, AuditDecision]:
@@ -78,14 +123,18 @@ def audit_decisions(entry_ids: Iterable[int], rule: str | None = None) -> dict[i
 
     Outcome, with `rule` "any_adverse" or "same_verdict" (default:
     SNAGLIST_AUDIT_EXCLUSION_RULE): EXCLUDE when every auditor that counts (two or more)
-    is adverse (`wrong`/`ungradeable`; with same_verdict the same verdict); MIXED when all
+    is adverse (`wrong`/`ungradeable`; with same_verdict the same verdict) and at least
+    two of them are independent (`not_independent`: different vendors, not the same
+    backend and model); NOT_INDEPENDENT when that holds except that no two are
+    independent (the question goes to review with every verdict, rule 4); MIXED when all
     are adverse with different verdicts under same_verdict; SINGLE when exactly one is
     adverse; None otherwise (e.g. two adverse of three: no unanimity, more than one
     opinion). An unparsed verdict (None) counts as an opinion that is not adverse.
     """
     rule = rule or settings.SNAGLIST_AUDIT_EXCLUSION_RULE
     by_entry: dict[int, list[tuple[str, str | None, str]]] = defaultdict(list)
-    for entry_id, auditor, verdict, rationale in (
+    who: dict[int, list[AuditorIdentity]] = defaultdict(list)
+    for entry_id, auditor, verdict, rationale, vendor, backend, model in (
         AuditVerdict.objects.filter(
             key_entry_id__in=list(entry_ids),
             auditor__role=Judge.Role.AUDITOR,
@@ -93,13 +142,23 @@ def audit_decisions(entry_ids: Iterable[int], rule: str | None = None) -> dict[i
         )
         # one verdict per (entry, auditor, prompt version): a database constraint
         .order_by("key_entry_id", "auditor__judge_id")
-        .values_list("key_entry_id", "auditor__judge_id", "verdict", "rationale")
+        .values_list(
+            "key_entry_id",
+            "auditor__judge_id",
+            "verdict",
+            "rationale",
+            "auditor__vendor",
+            "auditor__backend",
+            "auditor__model",
+        )
     ):
         by_entry[entry_id].append((auditor, verdict, rationale))
-    return {
-        entry_id: AuditDecision(tuple(vs), _outcome([v for _, v, _ in vs], rule))
-        for entry_id, vs in by_entry.items()
-    }
+        who[entry_id].append(AuditorIdentity(auditor, vendor, backend, model))
+    decisions = {}
+    for entry_id, vs in by_entry.items():
+        outcome, why = _outcome([v for _, v, _ in vs], rule, who[entry_id])
+        decisions[entry_id] = AuditDecision(tuple(vs), outcome, why)
+    return decisions
 
 
 def exclude_by_audit(

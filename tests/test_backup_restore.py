@@ -101,11 +101,9 @@ def test_an_export_restores_into_an_empty_database_and_re_exports_identically(co
 
     restored = {p.name for p in again.iterdir()}
     # The restored database's own log holds only what the restore did: the import applies
-    # rule 4 to the audits and logs the two exclusions it makes.
-    restored_log = [json.loads(x) for x in (again / "review-log.jsonl").read_text().splitlines()]
-    assert [(r["action"], r["after"]["source"][:13]) for r in restored_log] == [
-        ("question.exclude", "bundle import")
-    ] * 2
+    # rule 4 to the audits, and the demo's two auditors (both vendor "snaglist") are not
+    # independent, so it excludes nothing and logs nothing (no review-log.jsonl).
+    assert not (again / "review-log.jsonl").exists()
     restored -= NOT_RESTORED
     assert restored == files - NOT_RESTORED
     differences = [

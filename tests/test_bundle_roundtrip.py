@@ -137,15 +137,31 @@ def test_export_refuses_a_non_empty_folder(rich, tmp_path):
 def test_exclusions_by_audit_survive_export_and_import(tmp_path):
     """bundle-format.md: an export of an import re-imports to the same data. Exclusions
     (rule 4) travel as the audits they follow from: import applies the rule, so the
-    re-imported benchmark excludes the same two demo questions and scores the same."""
+    re-imported benchmark excludes the same two demo questions and scores the same.
+
+    The demo's two auditors are both vendor "snaglist", not independent (rule 4), so the
+    demo as shipped excludes nothing; this copy gives them two vendors."""
+    import shutil
+
     from core.models import AuditLogEntry
     from questions.models import AuditExclusion
     from scoring.selectors import board_for_edition
     from tests.conftest import DEMO_BUNDLE
 
-    import_bundle(DEMO_BUNDLE, dry_run=True)
+    bundle = tmp_path / "demo"
+    shutil.copytree(DEMO_BUNDLE, bundle)
+    judges = (bundle / "judges.csv").read_text(encoding="utf-8")
+    assert judges.count(",snaglist,auditor,") == 2
+    for letter in "ab":
+        judges = judges.replace(
+            f"Reference auditor {letter.upper()},snaglist,",
+            f"Reference auditor {letter.upper()},vendor-{letter},",
+        )
+    (bundle / "judges.csv").write_text(judges, encoding="utf-8")
+
+    import_bundle(bundle, dry_run=True)
     assert not AuditExclusion.objects.exists() and not AuditLogEntry.objects.exists()
-    import_bundle(DEMO_BUNDLE)
+    import_bundle(bundle)
     demo = Benchmark.objects.get()
     excluded = sorted(
         AuditExclusion.objects.values_list("key_entry__question__question_id", flat=True)

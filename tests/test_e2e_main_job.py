@@ -252,9 +252,11 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     for model in ("model-a", "model-b", "model-c", "model-d", "model-f"):
         assert float(changes[model][7]) > 0, changes[model]
     assert float(changes["model-e"][7]) < 0, changes["model-e"]
-    # Hand check for model-a: 35 counted responses, Q046 moved from 0+0 to 2+2 agreed,
-    # so its points rise by 2 on a denominator of 2 x 35: +2/70 = +2.86 points.
-    assert changes["model-a"][7] == "+2.86", changes["model-a"]
+    # Hand check for model-a: 37 counted responses (the demo's two questions both
+    # auditors reject are scored: its auditors are one vendor, not independent, rule 4),
+    # Q046 moved from 0+0 to 2+2 agreed, so its points rise by 2 on a denominator of
+    # 2 x 37: +2/74 = +2.70 points.
+    assert changes["model-a"][7] == "+2.70", changes["model-a"]
     shots.take(page, "leaderboard original vs corrected")
     _to_docs(
         shots.folder / f"{shots.n:02d}-leaderboard-original-vs-corrected.png", "leaderboard.png"

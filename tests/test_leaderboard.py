@@ -87,7 +87,9 @@ def build_tiny(name: str = "tiny") -> dict:
         for j, v in (("j1", "v1"), ("j2", "v2"))
     }
     auditors = {
-        a: Judge.objects.create(benchmark=bench, judge_id=a, name=a, role=Judge.Role.AUDITOR)
+        a: Judge.objects.create(
+            benchmark=bench, judge_id=a, name=a, vendor=f"v{a}", role=Judge.Role.AUDITOR
+        )
         for a in ("a1", "a2")
     }
     responses = {

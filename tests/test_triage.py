@@ -209,17 +209,20 @@ def test_command_unknown_edition_is_bad_input(world):
 def test_first_triage_scores_models_without_the_questions_it_excludes():
     """The consensus detector's model scores (rule 2) leave out what the same run excludes.
 
-    On the demo, two questions have both auditors adverse. With their exclusions not yet
-    stored (as after an audit run; import applies rule 4 itself, so they are removed here),
-    the scores a first triage computes must equal those of a later run, which sees them.
+    On the demo, two questions have both auditors adverse. The demo's two auditors are
+    both the vendor "snaglist" (not independent, rule 4), so import excludes nothing; made
+    independent here (as after an audit run by two vendors' auditors), the scores a first
+    triage computes must equal those of a later run, which sees the exclusions.
     """
     from questions.models import Benchmark, KeyEdition
     from review.triage import findings
+    from scoring.models import Judge
     from tests.conftest import DEMO_BUNDLE
 
     call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
-    assert AuditExclusion.objects.count() == 2
-    AuditExclusion.objects.all().delete()
+    assert AuditExclusion.objects.count() == 0
+    for n, auditor in enumerate(Judge.objects.filter(role="auditor").order_by("judge_id")):
+        Judge.objects.filter(pk=auditor.pk).update(vendor=f"vendor-{n}")
     benchmark = Benchmark.objects.get()
     original = KeyEdition.objects.get(benchmark=benchmark, name="original")
     first = findings(benchmark, original)
@@ -318,3 +321,120 @@ def test_after_an_auditor_prompt_bump_the_queue_and_the_report_agree(db):
     doc = build_report(world.original)
     assert doc["single_auditor_flags"] == len(queued) == 1
     assert doc["excluded_by_audit"] == 0
+
+
+# ------------------------------------------------- rule 4: independent auditors (issue 17)
+def test_not_independent_says_why_for_each_case():
+    from scoring.audit_rule import AuditorIdentity as A
+    from scoring.audit_rule import not_independent
+
+    openai = A("a1", "OpenAI", "openai", "gpt-4o")
+    assert not_independent(openai, A("a2", "Anthropic", "anthropic", "claude")) == ""
+    assert (
+        not_independent(openai, A("a2", " openai ", "openai", "gpt-4o-mini"))
+        == "a1 and a2 are both from vendor OpenAI"
+    )
+    # Different vendors recorded, but the same backend and model: one opinion twice.
+    assert (
+        not_independent(openai, A("a2", "Azure", "openai", "GPT-4o"))
+        == "a1 and a2 are the same model (gpt-4o)"
+    )
+    assert not_independent(openai, A("a2", "Azure", "reference", "gpt-4o")) == ""
+    assert not_independent(A("a1", "", "", ""), openai) == "the vendor of a1 is not recorded"
+
+
+def test_two_adverse_auditors_of_one_vendor_queue_both_verdicts_instead_of_excluding(world):
+    from scoring.models import Judge
+
+    Judge.objects.filter(pk=world.auditors[1].pk).update(vendor="a")  # a1 is vendor "A"
+    set_verdicts(world, 0, "wrong", "ungradeable")
+    counts = triage_run(benchmark=world.benchmark)
+    assert excluded_question_ids() == [] and counts["excluded"] == 0
+    item = items_by_question(world)["Q0000"]
+    assert item.source == "single_auditor_flag"
+    detail = item.evidence.get().detail
+    assert [(v["auditor"], v["verdict"]) for v in detail["verdicts"]] == [
+        ("a1", "wrong"),
+        ("a2", "ungradeable"),
+    ]
+    assert detail["note"] == (
+        "every auditor adverse, but not independent opinions (rule 4): "
+        "a1 and a2 are both from vendor A"
+    )
+
+
+def test_same_backend_and_model_under_two_vendor_names_is_not_independent(world):
+    from scoring.models import Judge
+
+    Judge.objects.filter(pk__in=[a.pk for a in world.auditors]).update(
+        backend="openai", model="gpt-4o"
+    )
+    set_verdicts(world, 1, "wrong", "wrong")
+    triage_run(benchmark=world.benchmark)
+    assert excluded_question_ids() == []
+    note = items_by_question(world)["Q0001"].evidence.get().detail["note"]
+    assert note.endswith("a1 and a2 are the same model (gpt-4o)")
+
+
+def test_an_auditor_with_no_vendor_recorded_never_excludes(world):
+    from scoring.models import Judge
+
+    Judge.objects.filter(pk=world.auditors[0].pk).update(vendor="")
+    set_verdicts(world, 1, "wrong", "wrong")
+    triage_run(benchmark=world.benchmark)
+    assert excluded_question_ids() == []
+    assert (
+        items_by_question(world)["Q0001"]
+        .evidence.get()
+        .detail["note"]
+        .endswith("the vendor of a1 is not recorded")
+    )
+
+
+def test_three_adverse_auditors_exclude_when_two_of_them_are_independent(world):
+    from scoring.audit_rule import EXCLUDE, NOT_INDEPENDENT, audit_decisions
+    from scoring.models import AuditVerdict, Judge
+
+    a3 = Judge.objects.create(
+        benchmark=world.benchmark, judge_id="a3", name="Auditor Three", vendor="A", role="auditor"
+    )
+    entry = world.entry(2)
+    AuditVerdict.objects.create(key_entry=entry, auditor=a3, verdict="wrong", rationale="x")
+    set_verdicts(world, 2, "wrong", "wrong")
+    assert audit_decisions([entry.pk])[entry.pk].outcome == EXCLUDE  # a1/a3 "A", a2 "B"
+    Judge.objects.filter(pk=world.auditors[1].pk).update(vendor="A")
+    decision = audit_decisions([entry.pk])[entry.pk]
+    assert decision.outcome == NOT_INDEPENDENT
+    assert decision.why_not_independent == (
+        "a1 and a2 are both from vendor A; a1 and a3 are both from vendor A; "
+        "a2 and a3 are both from vendor A"
+    )
+
+
+def test_the_demo_reference_auditors_queue_what_they_both_reject():
+    """The demo's two auditors are offline reference auditors of one vendor ("snaglist"):
+    the two questions both reject are queued with both verdicts, not excluded."""
+    import io
+
+    from questions.models import Benchmark
+    from tests.conftest import DEMO_BUNDLE
+
+    err = io.StringIO()
+    call_command("import_bundle", str(DEMO_BUNDLE), stdout=io.StringIO(), stderr=err)
+    assert (
+        "auditors ref-auditor-a, ref-auditor-b are from the same vendor (snaglist); "
+        "methodology asks for auditors from different vendors (rule 4: their agreeing "
+        "adverse verdicts go to the review queue, they never exclude a question by themselves)"
+    ) in err.getvalue()
+    assert not AuditExclusion.objects.exists()
+    triage_run(benchmark=Benchmark.objects.get())
+    notes = [
+        e.detail.get("note", "")
+        for e in Evidence.objects.filter(kind="single_auditor_flag").order_by("id")
+    ]
+    both = [n for n in notes if "not independent" in n]
+    assert len(both) == 2
+    assert all(
+        n.endswith("ref-auditor-a and ref-auditor-b are both from vendor snaglist") for n in both
+    )
+    assert not AuditExclusion.objects.exists()

@@ -365,6 +365,8 @@ def build_benchmark(
                 benchmark=benchmark,
                 judge_id=f"a{n + 1}",
                 name=f"Auditor {n + 1}",
+                # two vendors: independent opinions (rule 4), so both adverse excludes
+                vendor=f"auditor-vendor-{n + 1}",
                 role=Judge.Role.AUDITOR,
                 backend=judge_backend,
                 prompt_version="v1",

@@ -305,9 +305,15 @@ def _judges(source: BundleSource, p: Problems, b: BundleData) -> None:
                 by_vendor.setdefault(values["vendor"].casefold(), []).append(jid)
         for vendor, ids in by_vendor.items():
             if len(ids) > 1:
+                consequence = (
+                    " (rule 4: their agreeing adverse verdicts go to the review queue, "
+                    "they never exclude a question by themselves)"
+                    if role == "auditor"
+                    else ""
+                )
                 b.warnings.append(
                     f"{name}: warning: {role}s {', '.join(ids)} are from the same vendor "
-                    f"({vendor}); methodology asks for {role}s from different vendors"
+                    f"({vendor}); methodology asks for {role}s from different vendors" + consequence
                 )
 
 

@@ -21,6 +21,14 @@ def get(mapping, key):
 
 
 @register.filter
+def citation_problem(detail) -> str:
+    """Return a failed citation check's evidence in words (review.citation_checks.describe)."""
+    from review.citation_checks import describe
+
+    return describe(detail if isinstance(detail, dict) else {})
+
+
+@register.filter
 def pretty_json(value) -> str:
     if value in (None, "", {}):
         return ""

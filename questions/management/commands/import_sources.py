@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
-from questions import sources
+from questions import passages, sources
 from questions.cli import (
     JsonCommand,
     add_benchmark_argument,
@@ -17,7 +17,19 @@ from questions.cli import (
     usage_error,
     write_json,
 )
-from questions.models import Section, SourceDocument
+from questions.models import KeyEntry, Section, SourceDocument
+
+
+def _cited_quotes(document: SourceDocument) -> list[tuple[str, str, str]]:
+    """Return (locator, quote, "QID in EDITION") of every key entry quoting `document`."""
+    return [
+        (loc, quote, f"{qid} in {edition}")
+        for loc, quote, qid, edition in KeyEntry.objects.filter(citation_document=document)
+        .exclude(citation_quote="")
+        .exclude(citation_locator="")
+        .order_by("question__question_id", "edition__created_at", "id")
+        .values_list("citation_locator", "citation_quote", "question__question_id", "edition__name")
+    ]
 
 
 def _read_text(path: Path) -> str:
@@ -38,7 +50,9 @@ class Command(JsonCommand):
     help = (
         "Index source document text files into located passages (paragraphs, tables, "
         "diagrams). Creates the SourceDocument when it is new (metadata guessed from the "
-        "file) and replaces its passages; a stored document's metadata is kept."
+        "file) and replaces its passages; a stored document's metadata is kept. A stored "
+        "passage that holds a key entry's cited quote is kept when the new text's passage "
+        "at that locator does not hold it (each one kept is reported)."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -91,6 +105,14 @@ class Command(JsonCommand):
                 if not created and not document.edition and meta.get("edition"):
                     document.edition = str(meta["edition"])
                     document.save(update_fields=["edition"])
+                stored = list(
+                    Section.objects.filter(document=document)
+                    .order_by("position", "id")
+                    .values_list("locator", "heading", "text")
+                )
+                sections, kept = passages.keep_quoted_passages(
+                    sections, stored, _cited_quotes(document) if stored else []
+                )
                 removed, _ = Section.objects.filter(document=document).delete()
                 Section.objects.bulk_create(
                     [
@@ -112,6 +134,7 @@ class Command(JsonCommand):
                         "created": created,
                         "sections": len(sections),
                         "replaced": removed,
+                        "kept": kept,
                     }
                 )
         if options["format"] == "json":
@@ -122,3 +145,8 @@ class Command(JsonCommand):
             self.stdout.write(
                 f"{row['doc_id']}: {row['sections']} passages ({state}) from {row['file']}"
             )
+            for k in row["kept"]:
+                self.stdout.write(
+                    f"  kept the stored passage {k['locator']}: it holds the quote cited by "
+                    f"{', '.join(k['cited_by'])}; {k['why']}"
+                )

@@ -47,4 +47,11 @@ class Command(JsonCommand):
         )
         for source, n in counts["by_source"].items():
             self.stdout.write(f"    {source}: {n}")
+        checks = counts["citation_checks"]
+        failed = ", ".join(f"{k} {v}" for k, v in sorted(checks["failed"].items())) or "none"
+        self.stdout.write(
+            f"  citations: {checks['checked']} checked against indexed text, "
+            f"{checks['not_checked']} not checked (no indexed text), "
+            f"{checks['no_citation']} without a citation; failed checks: {failed}"
+        )
         self.stdout.write(f"  open items now: {counts['open_items']}")
