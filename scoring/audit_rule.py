@@ -40,6 +40,9 @@ EXCLUDE = "exclude"  # every auditor (two or more) adverse, as the rule requires
 MIXED = "mixed"  # every auditor adverse but with different verdicts, rule same_verdict
 SINGLE = "single"  # exactly one auditor adverse
 NOT_INDEPENDENT = "not_independent"  # every auditor adverse, but no two are independent
+# The outcomes that send a question to human review unchanged (triage queues them; the
+# report counts them as `audit_sent_to_review`).
+TO_REVIEW = frozenset({SINGLE, MIXED, NOT_INDEPENDENT})
 
 
 @dataclass(frozen=True)

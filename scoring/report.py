@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from questions.models import KeyEdition, KeyEntry
-from scoring.audit_rule import SINGLE, audit_decisions
+from scoring.audit_rule import SINGLE, TO_REVIEW, audit_decisions
 from scoring.engine import agreed_grades, compare_leaderboards, grade_changes
 from scoring.engine.robustness import GradeChange
 from scoring.models import Grade
@@ -40,6 +40,7 @@ REPORT_KEYS = (
     "removed_by_review",
     "corrected",
     "single_auditor_flags",
+    "audit_sent_to_review",
     "judge_flagged",
     "auditor_agreement_rate",
     "responses_total",
@@ -61,6 +62,7 @@ LABELS = {
     "removed_by_review": "Removed from scoring by review",
     "corrected": "Corrected key entries",
     "single_auditor_flags": "Single-auditor flags sent to review",
+    "audit_sent_to_review": "Questions the key audit sent to review (any reason)",
     "judge_flagged": "Questions flagged by a judge (shortlist)",
     "auditor_agreement_rate": "Auditor agreement rate",
     "responses_total": "Responses graded",
@@ -85,24 +87,33 @@ def _audit_figures(entry_pks: list[int], auditor_refs: list[JudgeRef]) -> dict[s
 
     Rule 4 is decided by `scoring.audit_rule.audit_decisions` (the verdicts that count:
     each auditor's at its current prompt version), as for triage's queue: a single-auditor
-    flag is an entry whose outcome is SINGLE (exactly one auditor adverse). Agreement =
+    flag is an entry whose outcome is SINGLE (exactly one auditor adverse); `to_review`
+    counts every outcome triage queues (TO_REVIEW: single, mixed, not independent). Agreement =
     entries where every auditor gave a parsed verdict and all verdicts are the same /
     entries where every auditor gave a parsed verdict.
     """
     if not auditor_refs or not entry_pks:
-        return {"single": 0, "agree": 0, "both": 0, "audited": 0}
+        return {"single": 0, "to_review": 0, "agree": 0, "both": 0, "audited": 0}
     decisions = audit_decisions(entry_pks)
     n_auditors = len(auditor_refs)
-    single = agree = both = 0
+    single = to_review = agree = both = 0
     for decision in decisions.values():
         if decision.outcome == SINGLE:
             single += 1
+        if decision.outcome in TO_REVIEW:
+            to_review += 1
         given = [v for _, v, _ in decision.verdicts if v]
         if n_auditors >= 2 and len(given) == n_auditors:
             both += 1
             if len(set(given)) == 1:
                 agree += 1
-    return {"single": single, "agree": agree, "both": both, "audited": len(decisions)}
+    return {
+        "single": single,
+        "to_review": to_review,
+        "agree": agree,
+        "both": both,
+        "audited": len(decisions),
+    }
 
 
 def _judge_flagged(entry_pks: list[int], judges: list[JudgeRef]) -> int:
@@ -197,6 +208,7 @@ def build_report(
         "removed_by_review": board.removed_by_review,
         "corrected": len(_corrected_question_pks(data)),
         "single_auditor_flags": audit["single"],
+        "audit_sent_to_review": audit["to_review"],
         "judge_flagged": _judge_flagged(entry_pks, judges),
         "auditor_agreement_rate": _rate(audit["agree"], audit["both"]),
         "auditor_pairs_with_verdicts": audit["both"],
@@ -306,6 +318,11 @@ def _provenance(
             f"effective key entries of edition {e} made after the original, not removals",
         ),
         "single_auditor_flags": (e, a, audits + ": exactly one adverse verdict"),
+        "audit_sent_to_review": (
+            e,
+            a,
+            audits + ": every outcome of rule 4 that goes to review (scoring.audit_rule.TO_REVIEW)",
+        ),
         "auditor_agreement_rate": (e, a, audits + ": same verdict / every auditor gave one"),
         "judge_flagged": (
             e,
@@ -340,7 +357,13 @@ def _provenance(
         k: {
             "edition": ed,
             "judges"
-            if k not in ("single_auditor_flags", "auditor_agreement_rate", "excluded_by_audit")
+            if k
+            not in (
+                "single_auditor_flags",
+                "audit_sent_to_review",
+                "auditor_agreement_rate",
+                "excluded_by_audit",
+            )
             else "auditors": who,
             "data": what,
         }
@@ -525,6 +548,7 @@ FIGURE_ROWS = (
     "corrected",
     "judge_flagged",
     "single_auditor_flags",
+    "audit_sent_to_review",
     "auditor_agreement_rate",
     "responses_total",
     "responses_counted",

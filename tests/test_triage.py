@@ -438,3 +438,25 @@ def test_the_demo_reference_auditors_queue_what_they_both_reject():
         n.endswith("ref-auditor-a and ref-auditor-b are both from vendor snaglist") for n in both
     )
     assert not AuditExclusion.objects.exists()
+
+
+def test_the_report_counts_every_question_the_key_audit_sends_to_review(world):
+    """Triage queues single, mixed and not-independent outcomes (scoring.audit_rule.TO_REVIEW);
+    the report's `audit_sent_to_review` counts the same questions, while
+    `single_auditor_flags` keeps the write-up's meaning (exactly one adverse verdict)."""
+    from scoring.models import Judge
+    from scoring.report import build_report
+
+    Judge.objects.filter(pk=world.auditors[1].pk).update(vendor="a")  # not independent
+    set_verdicts(world, 0, "wrong", "ungradeable")  # both adverse, one vendor
+    set_verdicts(world, 1, "correct", "wrong")  # one adverse
+    triage_run(benchmark=world.benchmark)
+    queued = [
+        i.question.question_id
+        for i in ReviewItem.objects.filter(benchmark=world.benchmark)
+        if "single_auditor_flag" in i.sources
+    ]
+    doc = build_report(world.original)
+    assert sorted(queued) == ["Q0000", "Q0001"]
+    assert doc["audit_sent_to_review"] == 2
+    assert doc["single_auditor_flags"] == 1
