@@ -253,3 +253,14 @@ def test_grant_app_role_refuses_a_superuser_an_owner_and_an_unknown_role(db):
     sql(f"ALTER TABLE scoring_grade OWNER TO {APP_ROLE}")
     with pytest.raises(CommandError, match=f"'{APP_ROLE}': owns scoring_grade"):
         call_command("grant_app_role", APP_ROLE)
+
+
+def test_web_and_worker_start_up_log_the_warning(db, caplog):
+    """config/wsgi.py and the worker's worker_init call this; it logs each warning."""
+    from core.checks import log_database_role_warnings
+
+    with caplog.at_level("WARNING", logger="core.checks"):
+        assert log_database_role_warnings("web") == 1
+    assert caplog.records[0].getMessage().startswith(
+        "web start-up: snaglist.W001: The app connects to PostgreSQL as 'postgres', a superuser"
+    )
