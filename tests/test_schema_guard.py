@@ -261,6 +261,10 @@ def test_web_and_worker_start_up_log_the_warning(db, caplog):
 
     with caplog.at_level("WARNING", logger="core.checks"):
         assert log_database_role_warnings("web") == 1
-    assert caplog.records[0].getMessage().startswith(
-        "web start-up: snaglist.W001: The app connects to PostgreSQL as 'postgres', a superuser"
+    assert (
+        caplog.records[0]
+        .getMessage()
+        .startswith(
+            "web start-up: snaglist.W001: The app connects to PostgreSQL as 'postgres', a superuser"
+        )
     )
