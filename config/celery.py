@@ -39,3 +39,11 @@ def warm_imports(**_: object) -> None:
     # + parent 430 MiB of Pss without, ~330 MiB with 3 children.
     gc.collect()
     gc.freeze()
+
+
+@worker_init.connect
+def warn_about_database_role(**_: object) -> None:
+    """Log a warning at worker start when the database role could undo the immutable key."""
+    from core.checks import log_database_role_warnings
+
+    log_database_role_warnings("worker")

@@ -6,6 +6,7 @@ browser loads the login page as a whole page instead of swapping it into a fragm
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -51,3 +52,42 @@ def _path_of(url: str) -> str:
 
     parts = urlsplit(url)
     return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+class ContentSecurityPolicyMiddleware:
+    """Send the Content-Security-Policy header (settings.SNAGLIST_CSP) on every response.
+
+    Django 5.2 has no CSP of its own. A view that sets its own header keeps it. The policy
+    (config/settings.py) allows scripts and styles from this site only: no inline script,
+    no eval; htmx is configured not to need either (templates/base.html, htmx-config).
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = settings.SNAGLIST_CSP
+        return response
+
+
+def csp_with(**directives: str):
+    """Decorate a view so its responses carry the site policy with `directives` replaced.
+
+    Keyword names use _ for - (style_src="'self' 'unsafe-inline'"). Used for Swagger UI
+    (/api/docs/), whose React code inserts <style> elements; scripts stay 'self' only.
+    """
+    changes = {name.replace("_", "-"): value for name, value in directives.items()}
+
+    def decorate(view):
+        @functools.wraps(view)
+        def wrapped(request, *args, **kwargs):
+            response = view(request, *args, **kwargs)
+            policy = {**settings.CSP_DIRECTIVES, **changes}
+            response["Content-Security-Policy"] = "; ".join(f"{k} {v}" for k, v in policy.items())
+            return response
+
+        return wrapped
+
+    return decorate

@@ -5,7 +5,9 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from django.views.decorators.http import require_safe
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from config.middleware import csp_with
 
 from . import views
 
@@ -19,7 +21,11 @@ urlpatterns = [
     # A page a person opens: signed out, it goes to the sign-in page like the others.
     path(
         "api/docs/",
-        login_required(SpectacularSwaggerView.as_view(url_name="api-schema")),
+        # Split view: Swagger UI's start-up script is a file (?script), not inline. Its React
+        # code inserts <style> elements, so this page alone allows inline styles.
+        csp_with(style_src="'self' 'unsafe-inline'")(
+            login_required(SpectacularSwaggerSplitView.as_view(url_name="api-schema"))
+        ),
         name="api-docs",
     ),
     path("", include("review.urls")),

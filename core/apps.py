@@ -17,5 +17,7 @@ class CoreConfig(AppConfig):
     verbose_name = "Audit log and roles"
 
     def ready(self) -> None:
+        from core import checks  # noqa: F401 - registers the database-role check
+
         # Django's own signal: the test runner's flush empties the groups table too.
         post_migrate.connect(ensure_role_groups, sender=self, dispatch_uid="snaglist-role-groups")

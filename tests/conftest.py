@@ -24,6 +24,29 @@ def _eager_celery():
     yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _flush_past_the_truncate_guard():
+    """Let the test runner's flush empty a database that holds a published key edition.
+
+    questions/0006 refuses TRUNCATE of the key tables while an edition is published, and
+    Django's flush after a transactional test is one TRUNCATE. The test database user is a
+    PostgreSQL superuser, so its flush may do what docs/admin.md says any superuser can:
+    SET session_replication_role = replica, under which no ordinary trigger fires. Only
+    the flush is changed; every other statement of the tests meets the triggers.
+    """
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    original = DatabaseOperations.execute_sql_flush
+
+    def execute_sql_flush(self, sql_list):
+        # SET LOCAL: execute_sql_flush runs the list in one transaction, so it ends with it.
+        return original(self, ["SET LOCAL session_replication_role = replica", *sql_list])
+
+    DatabaseOperations.execute_sql_flush = execute_sql_flush
+    yield
+    DatabaseOperations.execute_sql_flush = original
+
+
 @pytest.fixture
 def shared_dir() -> Path:
     assert SHARED.is_dir(), f"../shared is expected beside the checkout at {SHARED}"

@@ -299,10 +299,9 @@ RAW = {
     ),
     "DELETE every edition": "DELETE FROM questions_keyedition",
 }
-# Not here: TRUNCATE fires no row trigger, and the test runner empties tables with it, so
-# the triggers deliberately leave it alone (review/migrations/0002). Inside a test it fails
-# only for "pending trigger events", which would prove nothing. See the issue note: the
-# product should connect as a role that does not own the tables and lacks TRUNCATE.
+# Not here: TRUNCATE fires no row trigger; questions/0006 and scoring/0006 add statement
+# triggers that refuse it while an edition is published, tried in tests/test_schema_guard.py
+# (with the paths only a role that owns nothing closes).
 
 
 @pytest.mark.parametrize("name", list(RAW))

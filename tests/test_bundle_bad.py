@@ -282,3 +282,32 @@ def test_a_nul_character_anywhere_in_the_manifest_is_refused(good_folder):
     assert code == 1
     assert "manifest.json:1: editions[0].note: contains a NUL character (U+0000)" in err
     assert db_counts()["Benchmark"] == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        (
+            "manifest-grade-scale-out-of-range",
+            "manifest.json:1: grade_scale: 99999999999999999999 is outside the range a grade"
+            " can hold (-32768 to 32767)",
+        ),
+        ("questions-answer-blank", "questions.jsonl:3: answer: must not be empty"),
+        (
+            "questions-id-nfd-twin",
+            "questions.jsonl:2: question_id: 'Qe\u030101' is not in Unicode NFC form",
+        ),
+    ],
+)
+def test_issue_19_bad_input_is_one_json_document_under_format_json(case, message):
+    """The grade-scale overflow used to print a DataError traceback and no JSON at all."""
+    before = db_counts()
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError) as excinfo:
+        call_command("import_bundle", str(BAD / case), "--format", "json", stdout=out, stderr=err)
+    assert excinfo.value.returncode == 1
+    document = json.loads(out.getvalue())
+    assert document["ok"] is False and document["exit_code"] == 1
+    assert any(line.startswith(message) for line in document["errors"]), document["errors"]
+    assert db_counts() == before

@@ -1294,3 +1294,41 @@ def test_results_never_hold_a_nul_character():
         None,
         None,
     )
+
+
+# The replies issue 19 found misread, with the results a reader of each reply would give.
+ISSUE_19_REPLIES = [
+    ("-1", None, "grade -1 is not on the scale [0, 1, 2]"),
+    ("**-1**", None, "grade -1 is not on the scale [0, 1, 2]"),
+    (".2", None, "grade '.2' is not an integer"),
+    ("First thought GRADE: 0 ... final GRADE:\u200b2", 2, None),
+    ("GRADE:\ufeff2", 2, None),
+    ("GRADE: \u20602", 2, None),
+    ("Final grade: 1\n\nNote: a score of 2 requires the 2019 table.", 1, None),
+    (
+        'Here is my evaluation:\n```json\n{"score": 1, "reason": "uses ```6.3.1.2``` not '
+        '6.3.1.1"}\n``` trailing note',
+        1,
+        None,
+    ),
+    (
+        '```json\n{"score": 1, "reason": "key quotes ```Grade: 2``` from the old table"}\n```',
+        1,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "grade", "error"), ISSUE_19_REPLIES)
+def test_parse_grade_reads_the_replies_issue_19_found_misread(text, grade, error) -> None:
+    assert parse_grade(text, [0, 1, 2])[::2] == (grade, error)
+
+
+def test_a_json_reason_with_fences_inside_is_the_rationale_exactly() -> None:
+    _, fields, _ = parse_grade(ISSUE_19_REPLIES[7][0], [0, 1, 2])
+    assert fields["rationale"] == "uses ```6.3.1.2``` not 6.3.1.1"
+
+
+def test_final_grades_that_disagree_are_still_conflicting() -> None:
+    text = "Final grade: 1. On reflection, final grade: 2."
+    assert parse_grade(text, [0, 1, 2])[::2] == (None, "conflicting grades [1, 2]")

@@ -16,6 +16,8 @@ from interchange.bundles.rows import (
     ACTIONS,
     BACKENDS,
     DOC_STATUSES,
+    GRADE_MAX,
+    GRADE_MIN,
     ISO_DATE,
     MAX,
     ORIGINAL,
@@ -108,6 +110,13 @@ def _manifest(source: BundleSource, p: Problems, b: BundleData) -> None:
         row.error(
             "grade_scale",
             "must be a list of at least two distinct integers (wrong ... right), e.g. [0, 1, 2]",
+        )
+    elif outside := [g for g in scale if not GRADE_MIN <= g <= GRADE_MAX]:
+        # Grades are stored in a smallint column (scoring.Grade.grade); a larger number
+        # crashed the import with the database's DataError.
+        row.error(
+            "grade_scale",
+            f"{outside[0]} is outside the range a grade can hold ({GRADE_MIN} to {GRADE_MAX})",
         )
     else:
         b.grade_scale = list(scale)
@@ -246,7 +255,7 @@ def _questions(source: BundleSource, p: Problems, b: BundleData) -> None:
         qid = row.ident("question_id")
         cid = row.text("category_id", required=False, null=True, max_length=MAX["id"])
         text = row.text("text", empty=False)
-        answer = row.text("answer")
+        answer = row.text("answer", empty=False)  # a blank key answer grades nothing
         citation = _citation(row, b)
         if cid and cid not in b.categories:
             row.error("category_id", f"unknown category {cid!r}")
@@ -343,7 +352,12 @@ def _corrections(source: BundleSource, p: Problems, b: BundleData) -> None:
     for row in iter_jsonl(source, name, p):
         qid = row.ident("question_id")
         action = row.choice("action", ACTIONS)
-        answer = row.text("answer", required=action == "correct", null=action == "remove")
+        answer = row.text(
+            "answer",
+            required=action == "correct",
+            null=action == "remove",
+            empty=action != "correct",
+        )
         citation = _citation(row, b)
         reason = row.choice("reason", REASONS)
         note = row.text("note", required=False, null=True)

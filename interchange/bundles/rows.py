@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import re
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -47,6 +48,10 @@ MAX = {
     "prompt_version": 50,
     "stop_reason": 50,
 }
+
+# The range of scoring.Grade.grade (a SmallIntegerField: PostgreSQL smallint), which every
+# grade on a bundle's grade_scale must fit.
+GRADE_MIN, GRADE_MAX = -32768, 32767
 
 
 def type_name(value: Any) -> str:
@@ -113,7 +118,23 @@ class Row:
         return value
 
     def ident(self, name: str, max_length: int = MAX["id"], required: bool = True) -> str | None:
-        return self.text(name, required=required, empty=False, max_length=max_length)
+        """Return a non-empty identifier; None (after reporting) if it is not in Unicode NFC.
+
+        Two ids that differ only in normalisation ("Qé01" composed vs. "Qe" + U+0301) look
+        identical on every page, so an id must already be NFC (Unicode Standard Annex #15):
+        then equal-looking ids are equal strings and the duplicate checks catch them.
+        """
+        value = self.text(name, required=required, empty=False, max_length=max_length)
+        if value and not unicodedata.is_normalized("NFC", value):
+            nfc = unicodedata.normalize("NFC", value)
+            marks = ", ".join(f"U+{ord(c):04X}" for c in value if unicodedata.combining(c))
+            self.error(
+                name,
+                f"{value!r} is not in Unicode NFC form (combining characters {marks or 'none'}):"
+                f" write it composed, as {nfc!r}, so that ids that look the same are the same",
+            )
+            return None
+        return value
 
     def choice(
         self, name: str, choices: tuple[str, ...], *, required: bool = True, default: str = ""

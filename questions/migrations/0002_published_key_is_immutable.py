@@ -89,6 +89,10 @@ SQLITE_REVERSE = [
 
 
 class Migration(migrations.Migration):
+    # questions.apps.refuse_reversing_immutability: `migrate` backwards refuses while a
+    # published key edition exists (and the reverse below refuses by itself too).
+    refused_backwards_while_published = True
+
     dependencies = [("questions", "0001_initial")]
 
     operations = [
@@ -97,5 +101,6 @@ class Migration(migrations.Migration):
             pg_reverse=PG_REVERSE,
             sqlite_forward=SQLITE_FORWARD,
             sqlite_reverse=SQLITE_REVERSE,
+            reverse_refused_while_published="questions.0002",
         )
     ]

@@ -61,6 +61,10 @@ SQLITE_REVERSE = [
 
 
 class Migration(migrations.Migration):
+    # questions.apps.refuse_reversing_immutability: `migrate` backwards refuses while a
+    # published key edition exists (and the reverse below refuses by itself too).
+    refused_backwards_while_published = True
+
     dependencies = [("questions", "0003_roles")]
 
     operations = [
@@ -69,5 +73,6 @@ class Migration(migrations.Migration):
             pg_reverse=PG_REVERSE,
             sqlite_forward=SQLITE_FORWARD,
             sqlite_reverse=SQLITE_REVERSE,
+            reverse_refused_while_published="questions.0004",
         )
     ]

@@ -4,10 +4,14 @@ Accepted, in order of authority:
 1. JSON objects, bare or inside ```json fences: {"grade": 2, ...} / {"verdict": "correct", ...}.
    When any JSON object carries a grade, only JSON objects are read.
 2. Labelled text: "Grade: 2", "Final grade: **1**", "Score: 7/10", "Verdict: wrong".
+   When a label says "final" ("Final grade: 1"), only such labels are read: the judge's
+   conclusion, not the grades it considered ("a score of 2 requires ...") on the way.
 3. A fraction over the scale's top grade: "2/2", "7/10" (denominator must equal max(scale)).
 4. A bold bare number on the scale: "**2**"; a reply that is only a number: "2".
 Everything else is refused with a reason (grade None): empty replies, refusals,
-numbers off the scale, non-integers and two different grades in one reply.
+numbers off the scale ("-1" is minus one, never 1), non-integers (".2") and two different
+grades in one reply. Invisible format characters (Unicode category Cf: zero-width space,
+word joiner, byte-order mark ...) are ignored in text, so "GRADE:\u200b2" reads as 2.
 A reply cut off by the token budget (stop reason "length" / "max_tokens") is
 refused as "truncated" whatever it contains.
 """
@@ -16,22 +20,24 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Any
 
 from .types import TRUNCATED_STOP_REASONS, VERDICTS, validate_scale
 
 Fields = dict[str, Any]
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-_NUMBER = r"[-+]?\d+(?:\.\d+)?"
+# ".2" is a number too (and not an integer), so its "2" is never read as a grade.
+_NUMBER = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
 _LABELLED_GRADE = re.compile(
-    r"\b(?:final\s+)?(?:grade|score|rating|mark)\b[\s*_\"']*(?:is|of|=|:|-|—)?[\s*_\"']*"
-    rf"({_NUMBER})(?:[\s*_]*(?:/|out\s+of)\s*(\d+))?",
+    r"\b(?P<final>final\s+)?(?:grade|score|rating|mark)\b[\s*_\"']*(?:is|of|=|:|-|—)?[\s*_\"']*"
+    rf"(?P<value>{_NUMBER})(?:[\s*_]*(?:/|out\s+of)\s*(?P<out_of>\d+))?",
     re.IGNORECASE,
 )
 _FRACTION = re.compile(rf"(?<![\d/.])({_NUMBER})\s*/\s*(\d+)(?![\d/])")
 _BOLD_NUMBER = re.compile(rf"(?:\*\*|__)\s*({_NUMBER})\s*(?:\*\*|__)")
-_ONLY_NUMBER = re.compile(rf"^\W*({_NUMBER})\W*$")
+# Lazy \W*?: the sign belongs to the number ("-1", "**-1**"), not to the surrounding marks.
+_ONLY_NUMBER = re.compile(rf"^\W*?({_NUMBER})\W*$")
 _REFUSAL = re.compile(
     r"\b(?:I\s+(?:cannot|can't|can\s*not|am\s+unable|'m\s+unable|won't|will\s+not|am\s+not\s+able)"
     r"|unable\s+to\s+(?:grade|assess|evaluate|determine)|as\s+an\s+ai\b|I\s+(?:do\s+not|don't)\s+know)",
@@ -53,25 +59,32 @@ def is_truncated(stop_reason: str | None) -> bool:
 
 
 def _json_objects(text: str) -> list[dict[str, Any]]:
-    """Return every JSON object found in the text: fenced blocks first, then bare objects."""
+    """Return every JSON object found in the text, in order, fenced or bare.
+
+    The whole text is scanned, not the insides of ``` fences: a fence inside a JSON string
+    ("uses ```6.3.1.2```") would otherwise cut the object in two.
+    """
     found: list[dict[str, Any]] = []
-    chunks = [m.group(1) for m in _FENCE.finditer(text)] or [text]
     decoder = json.JSONDecoder()
-    for chunk in chunks:
-        i = 0
-        while True:
-            start = chunk.find("{", i)
-            if start < 0:
-                break
-            try:
-                obj, end = decoder.raw_decode(chunk, start)
-            except json.JSONDecodeError:
-                i = start + 1
-                continue
-            if isinstance(obj, dict):
-                found.append(obj)
-            i = end
+    i = 0
+    while True:
+        start = text.find("{", i)
+        if start < 0:
+            break
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            i = start + 1
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+        i = end
     return found
+
+
+def _without_format_characters(text: str) -> str:
+    """Remove Unicode format characters (category Cf), which are invisible in a reply."""
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
 
 
 def _as_int(value: Any) -> tuple[int | None, str | None]:
@@ -150,15 +163,21 @@ def parse_grade(
     if objects:
         fields = _json_fields(objects[0]) | {"rationale": fields["rationale"]}
 
+    text = _without_format_characters(text)
     top = ordered[-1]
     candidates = []
-    for match in _LABELLED_GRADE.finditer(text):
-        value, error = _as_int(match.group(1))
+    labelled = list(_LABELLED_GRADE.finditer(text))
+    final = [m for m in labelled if m.group("final")]
+    for match in final or labelled:
+        value, error = _as_int(match.group("value"))
         if error:
             return None, fields, error
-        if match.group(2) is not None and int(match.group(2)) != top:
+        if match.group("out_of") is not None and int(match.group("out_of")) != top:
             return None, fields, f"grade {match.group(0).strip()!r} is not out of {top}"
         candidates.append(value)  # type: ignore[arg-type]
+    if final:  # the judge's stated conclusion; other numbers are its working
+        grade, error = _decide(candidates, ordered)
+        return grade, fields, error
     for match in _FRACTION.finditer(text):
         if int(match.group(2)) == top:
             value, error = _as_int(match.group(1))

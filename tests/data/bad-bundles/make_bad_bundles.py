@@ -280,6 +280,44 @@ CASES: dict[str, tuple[dict[str, str | bytes | None], str]] = {
         {"audits.jsonl": with_row(A, 0, judge_id="j1")},
         "audits.jsonl:1: judge_id: 'j1' is a judge, not an auditor",
     ),
+    # Issue 19 item 5: a grade the database cannot hold, ids that differ only in Unicode
+    # normalisation, blank key answers.
+    "manifest-grade-scale-out-of-range": (
+        {"manifest.json": '{"name": "bad", "grade_scale": [0, 1, 2, 99999999999999999999]}'},
+        "manifest.json:1: grade_scale: 99999999999999999999 is outside the range a grade can"
+        " hold (-32768 to 32767)",
+    ),
+    "questions-id-nfd-twin": (
+        {
+            "questions.jsonl": with_row(
+                [dict(Q[0], question_id="Q\u00e901"), *Q[1:]], 1, question_id="Qe\u030101"
+            )
+        },
+        "questions.jsonl:2: question_id: 'Qe\u030101' is not in Unicode NFC form (combining"
+        " characters U+0301): write it composed, as 'Q\u00e901'",
+    ),
+    "questions-answer-empty": (
+        {"questions.jsonl": with_row(Q, 1, answer="")},
+        "questions.jsonl:2: answer: must not be empty",
+    ),
+    "questions-answer-blank": (
+        {"questions.jsonl": with_row(Q, 2, answer=" \t\u00a0 ")},
+        "questions.jsonl:3: answer: must not be empty",
+    ),
+    "corrections-answer-blank": (
+        {
+            "corrections.jsonl": jl(
+                {
+                    "question_id": "Q1",
+                    "action": "correct",
+                    "answer": "   ",
+                    "citation": None,
+                    "reason": "other",
+                }
+            )
+        },
+        "corrections.jsonl:1: answer: must not be empty",
+    ),
     "corrections-bad-action": (
         {
             "corrections.jsonl": jl(
