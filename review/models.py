@@ -36,6 +36,8 @@ class Source(models.TextChoices):
     JUDGE_FLAG = "judge_flag", "Judge flag"
     CONSENSUS_AGAINST_KEY = "consensus_against_key", "Models agree against the key"
     SUPERSEDED_CITATION = "superseded_citation", "Superseded or missing citation"
+    MODELS_AGAINST_KEY = "models_against_key", "Strong models marked down against their record"
+    RESPONSES_AGREE_AGAINST_KEY = "responses_agree_against_key", "Responses agree on another answer"
     MANUAL = "manual", "Added by hand"
 
 

@@ -42,6 +42,8 @@ from questions.selectors import (
     latest_published_edition,
     scored_entries,
 )
+from review.detectors.models_against_key import models_against_key_findings
+from review.detectors.responses_agree import responses_agree_findings
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
 from review.services import key_entry_exclude, review_item_create
 from scoring.audit_rule import EXCLUDE, EXCLUSION_REASON, MIXED, SINGLE, audit_decisions
@@ -243,6 +245,14 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
                     items[qpk].append(
                         (Source.CONSENSUS_AGAINST_KEY, {**consensus, "edition": edition.name})
                     )
+
+    # Issue 17 detectors (review/detectors/): strong models marked down against their
+    # record (needs grades, any judges, any scale); responses agreeing on another answer.
+    qpk_of_id = {qid: pk for pk, qid in labels.items()}
+    for qpk, detail in models_against_key_findings(table, qpk_of_id):
+        items[qpk].append((Source.MODELS_AGAINST_KEY, {**detail, "edition": edition.name}))
+    for qpk, detail in responses_agree_findings(entries, scores):
+        items[qpk].append((Source.RESPONSES_AGREE_AGAINST_KEY, {**detail, "edition": edition.name}))
 
     # Detector 2: superseded or missing citation.
     for qpk, detail in _citation_findings(entries):

@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 SOURCE_TIER = {
     "judge_flag_both": 4,
     Source.CONSENSUS_AGAINST_KEY: 3,
+    Source.MODELS_AGAINST_KEY: 3,
+    Source.RESPONSES_AGREE_AGAINST_KEY: 2,
     Source.SINGLE_AUDITOR_FLAG: 2,
     Source.JUDGE_FLAG: 1,
     Source.SUPERSEDED_CITATION: 1,
