@@ -61,6 +61,9 @@ class ReviewItem(models.Model):
     )
     sources = models.JSONField(default=list, blank=True, help_text="Every reason gathered.")
     priority = models.IntegerField(default=0, db_index=True)
+    reasons = models.TextField(
+        blank=True, help_text="Why, in words, from the evidence (review.priority)."
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

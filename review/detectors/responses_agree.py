@@ -68,7 +68,7 @@ def responses_agree_detail(
     read = {
         m: a
         for m, text in sorted(responses.items())
-        if (a := final_answer(text, question=question, kind=key.kind)) is not None
+        if (a := final_answer(text, question=question, kind=key.kind, unit=key.unit)) is not None
     }
     basis, n_strongest = None, None
     answer, models, _ = _largest_group(list(read.items()))

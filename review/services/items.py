@@ -25,8 +25,8 @@ from review.models import (
     Source,
     fingerprint_of,
 )
+from review.priority import evidence_priority
 from review.services.common import (
-    SOURCE_TIER,
     _bump,
     _check_version,
     _claim_deadline,
@@ -60,7 +60,6 @@ def review_item_create(
         _require(permissions.can_run_triage(user), "only an editor may add items to the queue")
     source = Source(source)
     detail = detail or {}
-    tier = SOURCE_TIER["judge_flag_both"] if detail.get("both_judges") else SOURCE_TIER[source]
     with transaction.atomic():
         item = (
             ReviewItem.objects.select_for_update(of=("self",))
@@ -71,6 +70,7 @@ def review_item_create(
         )
         created = item is None
         if created:
+            first = evidence_priority([(source.value, detail)])
             try:
                 with transaction.atomic():
                     item = ReviewItem.objects.create(
@@ -78,7 +78,8 @@ def review_item_create(
                         question=question,
                         source=source,
                         sources=[source.value],
-                        priority=tier * 100 + 1,
+                        priority=first.points,
+                        reasons=first.reasons,
                     )
             except IntegrityError:  # a concurrent triage created it first
                 return review_item_create(question=question, source=source, detail=detail)
@@ -92,15 +93,23 @@ def review_item_create(
         sources = list(item.sources)
         if source.value not in sources:
             sources.append(source.value)
-        best_tier = max(tier, item.priority // 100)
-        priority = best_tier * 100 + len(sources)
-        primary = item.source if item.priority // 100 >= tier and not created else source.value
-        if created or sources != item.sources or priority != item.priority:
+        # The one ranking rule (review.priority) over every piece of evidence the item holds.
+        ranked = evidence_priority(item.evidence.values_list("kind", "detail"))
+        priority, primary = ranked.points, ranked.primary
+        if (
+            created
+            or sources != item.sources
+            or priority != item.priority
+            or ranked.reasons != item.reasons
+        ):
             item.sources, item.priority, item.source = sources, priority, primary
+            item.reasons = ranked.reasons
             if created:
-                item.save(update_fields=["sources", "priority", "source", "updated_at"])
+                item.save(update_fields=["sources", "priority", "source", "reasons", "updated_at"])
             else:
-                _bump(item, sources=sources, priority=priority, source=primary)
+                _bump(
+                    item, sources=sources, priority=priority, source=primary, reasons=ranked.reasons
+                )
         if created:
             _log_item(user, Action.REVIEW_ITEM_CREATE, item, None, source=source.value)
         elif before != _item_state(item) or evidence_added:

@@ -109,13 +109,15 @@ def _question_names(question: str) -> set[str]:
     }
 
 
-def _number(sentence: str, question: str = "") -> Answer | None:
+def _number(sentence: str, question: str = "", unit: str | None = None) -> Answer | None:
     """Return the last number of the sentence (figure, bare number, fraction or percentage).
 
     A number the question itself states (an echo of a given, "|x + 5| < 10") is passed
     over when the sentence has another.
     """
     found = _numbers(_BIG_O_RE.sub(" ", sentence))
+    if unit is not None:  # the key's dimension ("" = a bare number): other figures answer else
+        found = [f for f in found if f[1].unit == unit]
     if question and found:
         given = _numbers(question)
         fresh = [f for f in found if not any(f[1].same_as(g) for _, g in given)]
@@ -143,7 +145,7 @@ def _numbers(sentence: str) -> list[tuple[int, Answer]]:
     return found
 
 
-def _in_sentence(sentence: str, kind: str, question: str) -> Answer | None:
+def _in_sentence(sentence: str, kind: str, question: str, unit: str | None = None) -> Answer | None:
     if kind == "choice":
         m = _CHOICE_RE.search(sentence)
         if m:
@@ -164,7 +166,7 @@ def _in_sentence(sentence: str, kind: str, question: str) -> Answer | None:
                 return Answer("count", value, f"{value:g} {noun}", noun, 0)
         return None
     if kind == "number":
-        return _number(sentence, question)
+        return _number(sentence, question, unit)
     if kind == "locator":
         locs = extract_locators(sentence)
         return Answer("locator", locs[0].label().lower(), locs[0].label()) if locs else None
@@ -197,13 +199,19 @@ LAST_SENTENCES = 2
 
 
 def final_answer(
-    text: str, *, question: str, kind: str | None = None, strict: bool = False
+    text: str,
+    *,
+    question: str,
+    kind: str | None = None,
+    unit: str | None = None,
+    strict: bool = False,
 ) -> Answer | None:
     """Return the final answer of ``text`` to ``question``, or None when none is found.
 
     ``kind`` restricts the search to one kind (pass the key's kind when reading a
     response, so both are read the same way); None tries :func:`answer_kinds` in order
-    per sentence. ``strict`` (for a key): only conclusion sentences and the last
+    per sentence; ``unit`` (with kind "number") accepts only numbers of that dimension
+    ("" = bare numbers), so "3 months" is no answer to a key in m². ``strict`` (for a key): only conclusion sentences and the last
     LAST_SENTENCES sentences are read. Raises ValueError for an unknown kind.
     """
     kinds = [kind] if kind else answer_kinds(question)
@@ -213,7 +221,7 @@ def final_answer(
     ordered += [s for s in reversed(tail) if s not in ordered]
     for sentence in ordered:
         for k in kinds:
-            found = _in_sentence(sentence, k, question)
+            found = _in_sentence(sentence, k, question, unit)
             if found is not None:
                 return found
     return None
