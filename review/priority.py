@@ -18,7 +18,7 @@ from review.models import Source
 # down > the responses' final answers agreeing on another answer > a superseded document
 # > one adverse auditor > one judge's flag or a missing locator > a person's report.
 _BASE = {
-    "judge_flag_both": 400,
+    "judge_flag_both": 450,
     Source.CONSENSUS_AGAINST_KEY: 300,
     Source.MODELS_AGAINST_KEY: 250,
     Source.RESPONSES_AGREE_AGAINST_KEY: 200,
