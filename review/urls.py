@@ -35,5 +35,6 @@ urlpatterns = [
         name="edition_publish",
     ),
     path("log/", views.log, name="log"),
+    path("scorecard/<slug:benchmark>/", views.scorecard, name="scorecard"),
     path("api/review/", include("review.api_urls")),
 ]

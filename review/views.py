@@ -552,3 +552,16 @@ def log(request: HttpRequest) -> HttpResponse:
             "query": _query_without_page(request),
         },
     )
+
+
+@require_GET
+def scorecard(request: HttpRequest, benchmark: str) -> HttpResponse:
+    """Show the detector scorecard (review.scorecard); a partial for htmx, public like the report."""
+    from questions.models import Benchmark
+    from review.scorecard import detector_scorecard
+
+    bench = get_object_or_404(Benchmark, name=benchmark)
+    ctx = {"benchmark": bench, "card": detector_scorecard(bench)}
+    partial = request.htmx and not request.htmx.boosted
+    template = "review/_scorecard.html" if partial else "review/scorecard.html"
+    return _vary(render(request, template, ctx))

@@ -354,6 +354,7 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:edition_key": (ANY_ROLE, NO_POST),
     "review:edition_publish": (NO_GET, EDITORS),
     "review:log": (page(403, 403, 200), NO_POST),
+    "review:scorecard": (ANY_ROLE, NO_POST),
     # -- review API
     "review:api-item-list": (api(200, 200, 200), API_NO_POST),
     "review:api-item-detail": (api(200, 200, 200), API_NO_POST),
