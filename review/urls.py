@@ -36,5 +36,6 @@ urlpatterns = [
     ),
     path("log/", views.log, name="log"),
     path("scorecard/<slug:benchmark>/", views.scorecard, name="scorecard"),
+    path("review/report/<slug:benchmark>/", views.report_problem, name="report_problem"),
     path("api/review/", include("review.api_urls")),
 ]

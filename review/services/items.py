@@ -56,10 +56,12 @@ def review_item_create(
     item by fingerprint, so repeating a call adds nothing. A manual item needs an
     editor; triage passes user=None (the system).
     """
-    if user is not None:
-        _require(permissions.can_run_triage(user), "only an editor may add items to the queue")
     source = Source(source)
     detail = detail or {}
+    if user is not None and source == Source.MANUAL:
+        _require(permissions.can_report_problem(user), "only a reviewer may report a problem")
+    elif user is not None:
+        _require(permissions.can_run_triage(user), "only an editor may add items to the queue")
     with transaction.atomic():
         item = (
             ReviewItem.objects.select_for_update(of=("self",))
@@ -115,6 +117,37 @@ def review_item_create(
         elif before != _item_state(item) or evidence_added:
             _log_item(user, Action.REVIEW_ITEM_ADD_EVIDENCE, item, before, evidence=source.value)
     return item, created, evidence_added
+
+
+#: Longest note on a hand-raised item (characters).
+REPORT_NOTE_MAX = 2000
+
+
+def review_item_report(
+    *, question: Question, note: str, user=None, edition_name: str = ""
+) -> tuple[ReviewItem, bool]:
+    """Raise a review item by hand with `note` as its evidence (source `manual`, issue 17).
+
+    Returns (item, created). Adds the note as evidence to the question's open item if it
+    has one. `user` None is the system (the command line without --user). Raises
+    InvalidInputError for an empty note or one over REPORT_NOTE_MAX characters, and
+    NotAllowedError when `user` is not a reviewer. Audit-logged by review_item_create
+    (review_item.create or review_item.add_evidence), in the same transaction.
+    """
+    note = (note or "").strip()
+    if not note:
+        raise InvalidInputError({"note": ["Say what looks wrong with the key entry."]})
+    if len(note) > REPORT_NOTE_MAX:
+        raise InvalidInputError(
+            {"note": [f"At most {REPORT_NOTE_MAX} characters, not {len(note)}."]}
+        )
+    detail = {"note": note, "reported_by": user.get_username() if user is not None else "system"}
+    if edition_name:
+        detail["edition"] = edition_name
+    item, created, _ = review_item_create(
+        question=question, source=Source.MANUAL, detail=detail, user=user
+    )
+    return item, created
 
 
 def review_item_claim(*, item: ReviewItem, user) -> ReviewItem:
