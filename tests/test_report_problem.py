@@ -119,3 +119,13 @@ def test_queue_add_unknown_question_exits_1(world):
     with pytest.raises(CommandError) as exc:
         call_command("queue", "add", "Q0001")
     assert exc.value.returncode == 2
+
+
+def test_queue_document_reads_in_two_queries(world, reviewer, django_assert_num_queries):
+    from review.management.commands.queue import queue_document
+
+    for i in range(4):
+        review_item_report(question=world.q(i), note=f"note {i}", user=reviewer)
+    with django_assert_num_queries(2):  # items with their questions; their evidence
+        doc = queue_document(world.benchmark, world.original, state="open")
+    assert len(doc["items"]) == 4

@@ -82,3 +82,10 @@ def test_report_page_loads_the_scorecard(closed_items, client, reviewer):
     assert "<html" not in html and "Strong models marked down against their record" in html
     assert "67%" in html and "HX-Request" in part["Vary"]
     assert "<html" in client.get("/scorecard/demo/").content.decode()
+
+
+def test_scorecard_reads_in_two_queries_whatever_the_number_of_items(
+    closed_items, django_assert_num_queries
+):
+    with django_assert_num_queries(2):
+        detector_scorecard(closed_items.benchmark)
