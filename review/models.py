@@ -38,6 +38,7 @@ class Source(models.TextChoices):
     SUPERSEDED_CITATION = "superseded_citation", "Superseded or missing citation"
     MODELS_AGAINST_KEY = "models_against_key", "Strong models marked down against their record"
     RESPONSES_AGREE_AGAINST_KEY = "responses_agree_against_key", "Responses agree on another answer"
+    UNPARSED_REPLIES = "unparsed_replies", "Judge replies stay unparsed"
     MANUAL = "manual", "Added by hand"
 
 

@@ -26,6 +26,7 @@ _BASE = {
     Source.SINGLE_AUDITOR_FLAG: 150,
     Source.JUDGE_FLAG: 120,
     Source.SUPERSEDED_CITATION: 120,
+    Source.UNPARSED_REPLIES: 100,
     Source.MANUAL: 100,
 }
 #: Base for a kind this module does not know (another detector's): counted, never dropped.
@@ -103,6 +104,9 @@ def evidence_words(kind: str, detail: dict) -> str:
         if detail.get("problem") == "locator_not_found":
             return f"locator {detail.get('locator')} not found in {detail.get('doc_id')}"
         return f"cited document {detail.get('doc_id')} is {detail.get('problem')}"
+    if kind == Source.UNPARSED_REPLIES:
+        n = detail.get("n_replies", 0)
+        return f"{n} judge repl{'y' if n == 1 else 'ies'} still unparsed after re-asking"
     if kind == Source.MANUAL:
         note = str(detail.get("note") or "").strip()
         return f"reported by hand: {note[:80]}" if note else "reported by hand"

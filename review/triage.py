@@ -44,6 +44,7 @@ from questions.selectors import (
 )
 from review.detectors.models_against_key import models_against_key_findings
 from review.detectors.responses_agree import responses_agree_findings
+from review.detectors.unparsed import unparsed_findings
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
 from review.services import key_entry_exclude, review_item_create
 from scoring.audit_rule import EXCLUDE, EXCLUSION_REASON, MIXED, SINGLE, audit_decisions
@@ -253,6 +254,8 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
         items[qpk].append((Source.MODELS_AGAINST_KEY, {**detail, "edition": edition.name}))
     for qpk, detail in responses_agree_findings(entries, scores):
         items[qpk].append((Source.RESPONSES_AGREE_AGAINST_KEY, {**detail, "edition": edition.name}))
+    for qpk, detail in unparsed_findings(edition):
+        items[qpk].append((Source.UNPARSED_REPLIES, {**detail, "edition": edition.name}))
 
     # Detector 2: superseded or missing citation.
     for qpk, detail in _citation_findings(entries):
