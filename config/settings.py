@@ -281,6 +281,10 @@ SNAGLIST_PAIR_LEASE_SECONDS = number("SNAGLIST_PAIR_LEASE_SECONDS", float, 900.0
 SNAGLIST_JUDGE_THREADS = number("SNAGLIST_JUDGE_THREADS", int, 64, minimum=0)
 # Times a chunk is sent again for pairs whose judge is unavailable (0: never).
 SNAGLIST_RESCORE_MAX_RETRIES = number("SNAGLIST_RESCORE_MAX_RETRIES", int, 8, minimum=0)
+# Times a pair whose judge reply could not be parsed (a null grade: a refusal, say) is asked
+# again by later re-scoring runs, one ask per run (0: never; issue 17). Past it, triage
+# files the question as evidence `unparsed_replies`.
+SNAGLIST_UNPARSED_RETRIES = number("SNAGLIST_UNPARSED_RETRIES", int, 2, minimum=0)
 # First backoff in seconds for an unavailable judge (doubles per retry, capped at 600).
 SNAGLIST_RESCORE_RETRY_BASE_SECONDS = number(
     "SNAGLIST_RESCORE_RETRY_BASE_SECONDS", float, 30.0, above=0

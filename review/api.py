@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.models import AuditLogEntry
-from questions.models import KeyEdition
+from questions.models import Benchmark, KeyEdition, Question
 from review import permissions, services
 from review.errors import (
     ConflictError,
@@ -45,6 +45,7 @@ from review.serializers import (
     ProposalInputSerializer,
     ProposalSerializer,
     ReassignSerializer,
+    ReportProblemSerializer,
     ReviewItemDetailSerializer,
     ReviewItemSerializer,
     VersionSerializer,
@@ -67,6 +68,27 @@ def domain_response(exc: DomainError) -> Response:
     if isinstance(exc, NotFoundError):
         return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
     return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def _question_of(data: dict) -> tuple[Question | None, dict | None]:
+    """Return (question, None) or (None, field errors) for {"benchmark"?, "question_id"}."""
+    benchmarks = Benchmark.objects.all()
+    name = data.get("benchmark") or ""
+    if name:
+        benchmarks = benchmarks.filter(name=name)
+    found = list(benchmarks.values_list("pk", "name")[:2])
+    if not found:
+        return None, {"benchmark": [f"No benchmark named {name!r}."]}
+    if len(found) > 1:
+        return None, {"benchmark": ["Several benchmarks exist: name one."]}
+    question = Question.objects.filter(
+        benchmark_id=found[0][0], question_id=data["question_id"]
+    ).first()
+    if question is None:
+        return None, {
+            "question_id": [f"No question {data['question_id']!r} in benchmark {found[0][1]!r}."]
+        }
+    return question, None
 
 
 def _role(check, name: str):
@@ -137,6 +159,32 @@ class ReviewItemViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self):
         return ReviewItemDetailSerializer if self.action == "retrieve" else ReviewItemSerializer
+
+    @extend_schema(
+        request=ReportProblemSerializer,
+        responses={201: ReviewItemDetailSerializer, 200: ReviewItemDetailSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        """Raise an item by hand (source `manual`; a reviewer): 201 new, 200 note added.
+
+        `benchmark` may be left out when only one exists; 400 names an unknown question.
+        """
+        data = ReportProblemSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        question, problem = _question_of(data.validated_data)
+        if problem:
+            return Response(problem, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            item, created = services.review_item_report(
+                question=question, note=data.validated_data["note"], user=request.user
+            )
+        except DomainError as exc:
+            return domain_response(exc)
+        item = self.get_queryset().prefetch_related("evidence").get(pk=item.pk)
+        return Response(
+            ReviewItemDetailSerializer(item, context={"request": request}).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
 
     def _item(self, pk) -> ReviewItem:
         return get_object_or_404(ReviewItem, pk=pk)

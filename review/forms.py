@@ -90,3 +90,15 @@ def add_service_errors(form: forms.Form, errors: dict[str, list[str]]) -> None:
     for name, messages in errors.items():
         for message in messages:
             form.add_error(name if name in form.fields else None, message)
+
+
+class ReportProblemForm(forms.Form):
+    """Report a problem with a key entry: which question, and what looks wrong."""
+
+    question_id = forms.CharField(label="Question id", max_length=100)
+    note = forms.CharField(
+        label="What looks wrong?",
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 5}),
+        help_text="Say what you found, e.g. the figure the cited passage gives. At most 2,000 characters.",
+    )

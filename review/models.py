@@ -36,6 +36,9 @@ class Source(models.TextChoices):
     JUDGE_FLAG = "judge_flag", "Judge flag"
     CONSENSUS_AGAINST_KEY = "consensus_against_key", "Models agree against the key"
     SUPERSEDED_CITATION = "superseded_citation", "Superseded or missing citation"
+    MODELS_AGAINST_KEY = "models_against_key", "Strong models marked down against their record"
+    RESPONSES_AGREE_AGAINST_KEY = "responses_agree_against_key", "Responses agree on another answer"
+    UNPARSED_REPLIES = "unparsed_replies", "Judge replies stay unparsed"
     MANUAL = "manual", "Added by hand"
 
 
@@ -59,6 +62,9 @@ class ReviewItem(models.Model):
     )
     sources = models.JSONField(default=list, blank=True, help_text="Every reason gathered.")
     priority = models.IntegerField(default=0, db_index=True)
+    reasons = models.TextField(
+        blank=True, help_text="Why, in words, from the evidence (review.priority)."
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -65,6 +65,14 @@ def can_view_log(user) -> bool:
     return has_role(user, Role.ADMIN)
 
 
+def can_report_problem(user) -> bool:
+    """Raise a review item by hand ("Report a problem", issue 17): any reviewer or higher.
+
+    It changes no key entry: it only puts the question in the queue with a note.
+    """
+    return has_role(user, Role.REVIEWER)
+
+
 def can_run_triage(user) -> bool:
     return has_role(user, Role.EDITOR)
 

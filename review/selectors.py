@@ -120,6 +120,7 @@ def queue_row_values(qs: QuerySet[ReviewItem]) -> QuerySet:
         "question_id",
         "sources",
         "priority",
+        "reasons",
         "status",
         "claim_expires_at",
         **{alias: F(path) for alias, path in QUEUE_ROW_FIELDS.items()},
@@ -165,7 +166,7 @@ def queue_rows(values: list[dict], *, now, can_claim: bool) -> list[dict]:
 
     Keys: id, url, claim_url, qid, text (truncated to 110 characters), sources (labels),
     citation ("—" when none), category ("—" when none), badge, status_label, claimed_by,
-    expired, claimable, priority.
+    expired, claimable, priority, reasons (the evidence in words, review.priority).
     """
     from django.urls import reverse
     from django.utils.text import Truncator
@@ -196,6 +197,7 @@ def queue_rows(values: list[dict], *, now, can_claim: bool) -> list[dict]:
                 "qid": v["qid"],
                 "text": Truncator(v["qtext"]).chars(110),
                 "sources": [_SOURCE_LABELS.get(s, s) for s in v["sources"] or ()],
+                "reasons": v.get("reasons") or "",
                 "citation": labels.get((v["benchmark_id"], v["question_id"])) or "—",
                 "category": v["category"] or "—",
                 "badge": status_badge(status),

@@ -102,6 +102,7 @@ class ReviewItemSerializer(serializers.ModelSerializer):
             "source",
             "sources",
             "priority",
+            "reasons",
             "status",
             "claimed_by",
             "claimed_at",
@@ -230,3 +231,11 @@ class ConflictSerializer(serializers.Serializer):
     detail = serializers.CharField()
     current_version = serializers.IntegerField()
     changes = serializers.ListField(child=serializers.DictField())
+
+
+class ReportProblemSerializer(serializers.Serializer):
+    """Raise a review item by hand: the benchmark (manifest name), the question id and a note."""
+
+    benchmark = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    question_id = serializers.CharField(max_length=100)
+    note = serializers.CharField(max_length=2000)

@@ -50,6 +50,9 @@ from questions.selectors import (
     scored_entries,
 )
 from review.citation_checks import citation_findings
+from review.detectors.models_against_key import models_against_key_findings
+from review.detectors.responses_agree import responses_agree_findings
+from review.detectors.unparsed import unparsed_findings
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
 from review.services import key_entry_exclude, review_item_create
 from scoring.audit_rule import (
@@ -192,6 +195,16 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
                     items[qpk].append(
                         (Source.CONSENSUS_AGAINST_KEY, {**consensus, "edition": edition.name})
                     )
+
+    # Issue 17 detectors (review/detectors/): strong models marked down against their
+    # record (needs grades, any judges, any scale); responses agreeing on another answer.
+    qpk_of_id = {qid: pk for pk, qid in labels.items()}
+    for qpk, detail in models_against_key_findings(table, qpk_of_id):
+        items[qpk].append((Source.MODELS_AGAINST_KEY, {**detail, "edition": edition.name}))
+    for qpk, detail in responses_agree_findings(entries, scores):
+        items[qpk].append((Source.RESPONSES_AGREE_AGAINST_KEY, {**detail, "edition": edition.name}))
+    for qpk, detail in unparsed_findings(edition):
+        items[qpk].append((Source.UNPARSED_REPLIES, {**detail, "edition": edition.name}))
 
     # Detector 2: the citation checks (review.citation_checks), one evidence per failure.
     citation_failures, citation_summary = citation_findings(entries)

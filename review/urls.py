@@ -35,5 +35,7 @@ urlpatterns = [
         name="edition_publish",
     ),
     path("log/", views.log, name="log"),
+    path("scorecard/<slug:benchmark>/", views.scorecard, name="scorecard"),
+    path("review/report/<slug:benchmark>/", views.report_problem, name="report_problem"),
     path("api/review/", include("review.api_urls")),
 ]

@@ -22,7 +22,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from core.actions import Action
 from core.roles import Role, has_role
-from questions.models import AuditExclusion, Benchmark, KeyEdition
+from questions.models import AuditExclusion, Benchmark, KeyEdition, Question
 from review import permissions, selectors, services
 from review.errors import (
     ConflictError,
@@ -37,6 +37,7 @@ from review.forms import (
     DecisionForm,
     OutcomeForm,
     ReassignForm,
+    ReportProblemForm,
     add_service_errors,
 )
 from review.models import Proposal, ReviewItem, Source
@@ -526,6 +527,50 @@ def edition_publish(request: HttpRequest, benchmark: str, name: str) -> HttpResp
 # ------------------------------------------------------------------ audit log
 
 
+@requires(permissions.can_report_problem)
+def report_problem(request: HttpRequest, benchmark: str) -> HttpResponse:
+    """ "Report a problem": raise a review item by hand with a note (GET the form, POST it).
+
+    ?question=ID fills the question id (the key page's rows link here with it).
+    """
+    if request.method not in ("GET", "POST"):
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    bench = get_object_or_404(Benchmark, name=benchmark)
+    if request.method == "GET":
+        form = ReportProblemForm(initial={"question_id": request.GET.get("question", "")})
+    else:
+        form = ReportProblemForm(request.POST)
+        if form.is_valid():
+            qid = form.cleaned_data["question_id"].strip()
+            question = Question.objects.filter(benchmark=bench, question_id=qid).first()
+            if question is None:
+                form.add_error("question_id", f"No question {qid} in {bench.name}.")
+            else:
+                try:
+                    item, created = services.review_item_report(
+                        question=question, note=form.cleaned_data["note"], user=request.user
+                    )
+                except InvalidInputError as exc:
+                    for field, errors in exc.errors.items():
+                        form.add_error(field if field in form.fields else None, errors)
+                else:
+                    messages.success(
+                        request,
+                        f"{qid} is in the review queue"
+                        + ("." if created else ": your note was added to its open item."),
+                    )
+                    return _done(request, _item_url(item))
+    status = 422 if request.method == "POST" else 200  # the form again, errors by the fields
+    return _vary(
+        render(
+            request,
+            "review/report_problem.html",
+            {"benchmark": bench, "form": form},
+            status=status,
+        )
+    )
+
+
 @require_GET
 @requires(permissions.can_view_log)
 def log(request: HttpRequest) -> HttpResponse:
@@ -550,3 +595,15 @@ def log(request: HttpRequest) -> HttpResponse:
             "query": _query_without_page(request),
         },
     )
+
+
+@require_GET
+def scorecard(request: HttpRequest, benchmark: str) -> HttpResponse:
+    """Show the detector scorecard (review.scorecard); a partial for htmx, public like the report."""
+    from review.scorecard import detector_scorecard
+
+    bench = get_object_or_404(Benchmark, name=benchmark)
+    ctx = {"benchmark": bench, "card": detector_scorecard(bench)}
+    partial = request.htmx and not request.htmx.boosted
+    template = "review/_scorecard.html" if partial else "review/scorecard.html"
+    return _vary(render(request, template, ctx))

@@ -221,11 +221,12 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     ctx = chromium.new_context(viewport={"width": 1366, "height": 900}, locale="en-GB")
     page = ctx.new_page()
     sign_in(page, base, "admin", PASSWORD)
-    # Publishing already re-graded exactly the affected pairs: 6 models x 2 judges (rule 8).
+    # Publishing already re-graded exactly the affected pairs: 6 models x 2 judges (rule 8),
+    # and asked again the 3 replies the bundle holds as unparsed (null grades; issue 17).
     from scoring.models import ScoringRun
 
     auto = ScoringRun.objects.get(edition__name="corrected-1", kind="grade")
-    assert (auto.status, auto.needed, auto.graded, auto.failed) == ("complete", 12, 12, 0)
+    assert (auto.status, auto.needed, auto.graded, auto.failed) == ("complete", 15, 15, 0)
     page.goto(f"{base}/runs/")
     page.locator("tr", has_text="corrected-1").get_by_role("button", name="Re-score").click()
     progress = page.locator("progress").first

@@ -30,6 +30,7 @@ from review.services.items import (
     review_item_reassign,
     review_item_release,
     review_item_renew,
+    review_item_report,
 )
 from review.services.proposals import (
     citation_check_record,
@@ -54,4 +55,5 @@ __all__ = [
     "review_item_reassign",
     "review_item_release",
     "review_item_renew",
+    "review_item_report",
 ]

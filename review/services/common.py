@@ -17,22 +17,9 @@ from review.errors import (
     ConflictError,
     NotAllowedError,
 )
-from review.models import (
-    ReviewItem,
-    Source,
-)
+from review.models import ReviewItem
 
 logger = logging.getLogger(__name__)
-
-# Queue order (issue 4): both judges flagged > consensus > single auditor > other.
-SOURCE_TIER = {
-    "judge_flag_both": 4,
-    Source.CONSENSUS_AGAINST_KEY: 3,
-    Source.SINGLE_AUDITOR_FLAG: 2,
-    Source.JUDGE_FLAG: 1,
-    Source.SUPERSEDED_CITATION: 1,
-    Source.MANUAL: 0,
-}
 
 
 # ------------------------------------------------------------------ audit log

@@ -25,8 +25,8 @@ from review.models import (
     Source,
     fingerprint_of,
 )
+from review.priority import evidence_priority
 from review.services.common import (
-    SOURCE_TIER,
     _bump,
     _check_version,
     _claim_deadline,
@@ -56,11 +56,12 @@ def review_item_create(
     item by fingerprint, so repeating a call adds nothing. A manual item needs an
     editor; triage passes user=None (the system).
     """
-    if user is not None:
-        _require(permissions.can_run_triage(user), "only an editor may add items to the queue")
     source = Source(source)
     detail = detail or {}
-    tier = SOURCE_TIER["judge_flag_both"] if detail.get("both_judges") else SOURCE_TIER[source]
+    if user is not None and source == Source.MANUAL:
+        _require(permissions.can_report_problem(user), "only a reviewer may report a problem")
+    elif user is not None:
+        _require(permissions.can_run_triage(user), "only an editor may add items to the queue")
     with transaction.atomic():
         item = (
             ReviewItem.objects.select_for_update(of=("self",))
@@ -71,6 +72,7 @@ def review_item_create(
         )
         created = item is None
         if created:
+            first = evidence_priority([(source.value, detail)])
             try:
                 with transaction.atomic():
                     item = ReviewItem.objects.create(
@@ -78,7 +80,8 @@ def review_item_create(
                         question=question,
                         source=source,
                         sources=[source.value],
-                        priority=tier * 100 + 1,
+                        priority=first.points,
+                        reasons=first.reasons,
                     )
             except IntegrityError:  # a concurrent triage created it first
                 return review_item_create(question=question, source=source, detail=detail)
@@ -92,20 +95,59 @@ def review_item_create(
         sources = list(item.sources)
         if source.value not in sources:
             sources.append(source.value)
-        best_tier = max(tier, item.priority // 100)
-        priority = best_tier * 100 + len(sources)
-        primary = item.source if item.priority // 100 >= tier and not created else source.value
-        if created or sources != item.sources or priority != item.priority:
+        # The one ranking rule (review.priority) over every piece of evidence the item holds.
+        ranked = evidence_priority(item.evidence.values_list("kind", "detail"))
+        priority, primary = ranked.points, ranked.primary
+        if (
+            created
+            or sources != item.sources
+            or priority != item.priority
+            or ranked.reasons != item.reasons
+        ):
             item.sources, item.priority, item.source = sources, priority, primary
+            item.reasons = ranked.reasons
             if created:
-                item.save(update_fields=["sources", "priority", "source", "updated_at"])
+                item.save(update_fields=["sources", "priority", "source", "reasons", "updated_at"])
             else:
-                _bump(item, sources=sources, priority=priority, source=primary)
+                _bump(
+                    item, sources=sources, priority=priority, source=primary, reasons=ranked.reasons
+                )
         if created:
             _log_item(user, Action.REVIEW_ITEM_CREATE, item, None, source=source.value)
         elif before != _item_state(item) or evidence_added:
             _log_item(user, Action.REVIEW_ITEM_ADD_EVIDENCE, item, before, evidence=source.value)
     return item, created, evidence_added
+
+
+#: Longest note on a hand-raised item (characters).
+REPORT_NOTE_MAX = 2000
+
+
+def review_item_report(
+    *, question: Question, note: str, user=None, edition_name: str = ""
+) -> tuple[ReviewItem, bool]:
+    """Raise a review item by hand with `note` as its evidence (source `manual`, issue 17).
+
+    Returns (item, created). Adds the note as evidence to the question's open item if it
+    has one. `user` None is the system (the command line without --user). Raises
+    InvalidInputError for an empty note or one over REPORT_NOTE_MAX characters, and
+    NotAllowedError when `user` is not a reviewer. Audit-logged by review_item_create
+    (review_item.create or review_item.add_evidence), in the same transaction.
+    """
+    note = (note or "").strip()
+    if not note:
+        raise InvalidInputError({"note": ["Say what looks wrong with the key entry."]})
+    if len(note) > REPORT_NOTE_MAX:
+        raise InvalidInputError(
+            {"note": [f"At most {REPORT_NOTE_MAX} characters, not {len(note)}."]}
+        )
+    detail = {"note": note, "reported_by": user.get_username() if user is not None else "system"}
+    if edition_name:
+        detail["edition"] = edition_name
+    item, created, _ = review_item_create(
+        question=question, source=Source.MANUAL, detail=detail, user=user
+    )
+    return item, created
 
 
 def review_item_claim(*, item: ReviewItem, user) -> ReviewItem:

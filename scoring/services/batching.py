@@ -85,7 +85,13 @@ class BatchSettler:
                 columns = tuple(with_grade[0].grade)
                 at = [columns.index(c) for c in GRADE_PAIR]
                 rows = [[d.grade[c] for c in columns] for d in with_grade]
-                inserted = set(insert_rows(Grade, columns, rows, skip_conflicts=GRADE_PAIR))
+                # A stored null grade (an unparsed reply asked again) is replaced; a real
+                # grade stored meanwhile is kept and the pair settled as reused.
+                inserted = set(
+                    insert_rows(
+                        Grade, columns, rows, skip_conflicts=GRADE_PAIR, replace_null="grade"
+                    )
+                )
                 for d, row in zip(with_grade, rows, strict=True):
                     if tuple(row[i] for i in at) not in inserted:
                         d.state = RunItem.State.REUSED

@@ -152,7 +152,8 @@ def _present_results(
     run: ScoringRun, keys: Sequence[PairKey], judges: dict[int, Judge]
 ) -> set[tuple]:
     """Return the chunk's pairs that already have a grade (or verdict) at the judge's current
-    prompt version: one query for the whole chunk instead of one per pair."""
+    prompt version — a null grade only when this run wrote it: one query for the whole
+    chunk instead of one per pair."""
     versions = {j.pk: j.prompt_version for j in judges.values()}
     wanted = set(keys)
     if run.kind == ScoringRun.Kind.AUDIT:
@@ -164,5 +165,11 @@ def _present_results(
         judge_id__in=list(versions),
         response_id__in={k.response_id for k in keys},
         key_entry_id__in={k.key_entry_id for k in keys},
-    ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version")
-    return {(r, j, e) for r, j, e, v in rows if versions.get(j) == v} & wanted
+    ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version", "grade", "run_id")
+    # A null (unparsed) grade of an earlier run is there to be asked again: the run chose
+    # the pair because it has asks left (pairs.rescore_needed_pairs; issue 17).
+    return {
+        (r, j, e)
+        for r, j, e, v, g, run_id in rows
+        if versions.get(j) == v and (g is not None or run_id == run.pk)
+    } & wanted

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Sequence
 from questions.models import KeyEdition, Response
 from questions.selectors import edition_ancestry_ids, scored_entries
 from scoring.models import AuditVerdict, Grade, Judge, ScoringRun
+from scoring.selectors import answered_attempts, asks_left
+from scoring.services.tunables import unparsed_retries
 from scoring.services.work import Pair
 
 
@@ -53,8 +55,11 @@ def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> lis
 
     A pair is a response to a scored question whose effective entry in `edition` is not a
     removal, and a judge from `judges` that can grade. It is needed when no Grade exists
-    for (response, judge, that key entry, the judge's current prompt_version). Four
-    queries whatever the size: edition tree, entries, scored questions, responses, grades.
+    for (response, judge, that key entry, the judge's current prompt_version), or when that
+    Grade is null (an unparsed reply) and was answered at most SNAGLIST_UNPARSED_RETRIES
+    times (scoring.selectors.asks_left; issue 17). Five queries whatever the size: edition
+    tree, entries, scored questions, responses, grades, plus the ledger's answered calls of
+    the null grades when there are any.
     Sorted by response then judge, so chunks give every judge work.
     """
     judges, _ = graders_for(judges)
@@ -69,12 +74,21 @@ def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> lis
         )
     )
     version = {j.pk: j.prompt_version for j in judges}
+    stored = [
+        (r, j, e, v, g)
+        for r, j, e, v, g in Grade.objects.filter(
+            judge_id__in=list(version), key_entry__edition_id__in=edition_ancestry_ids(edition)
+        ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version", "grade")
+        if version.get(j) == v
+    ]
+    # An unparsed (null) grade is asked again while asks are left (issue 17).
+    nulls = [row[:4] for row in stored if row[4] is None]
+    answered = answered_attempts(nulls) if nulls else {}
+    retries = unparsed_retries()
     have = {
         (r, j, e)
-        for r, j, e, v in Grade.objects.filter(
-            judge_id__in=list(version), key_entry__edition_id__in=edition_ancestry_ids(edition)
-        ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version")
-        if version.get(j) == v
+        for r, j, e, v, g in stored
+        if not asks_left(g is None, answered.get((r, j, e, v), 0), retries)
     }
     needed: list[Pair] = []
     for response_id, question_id in sorted(responses):

@@ -82,3 +82,8 @@ def retry_base_seconds() -> float:
     """Return the first backoff, in seconds, for an unavailable judge
     (SNAGLIST_RESCORE_RETRY_BASE_SECONDS); scoring.tasks doubles it per retry, capped at 600 s."""
     return float(settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS)
+
+
+def unparsed_retries() -> int:
+    """Times a pair with a null (unparsed) grade is asked again, one ask per run (issue 17)."""
+    return int(settings.SNAGLIST_UNPARSED_RETRIES)

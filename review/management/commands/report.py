@@ -1,4 +1,9 @@
-"""`report`: the methodology report of a key edition, optionally against another (cli.md)."""
+"""`report`: the methodology report of a key edition, optionally against another (cli.md).
+
+Lives in review (the top layer) because it composes the scoring report
+(scoring.report.build_report) with the review queue's detector scorecard
+(review.scorecard, issue 17 item 9): a lower layer may not import review.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from questions.cli import (
 )
 from questions.errors import DomainError
 from questions.selectors import get_edition
+from review.scorecard import detector_scorecard, scorecard_markdown
 from scoring.report import build_report, report_markdown
 
 
@@ -46,7 +52,9 @@ class Command(JsonCommand):
             doc = build_report(edition, compare=compare, judge_ids=judge_ids)
         except DomainError as exc:
             raise domain_error(exc) from exc
+        doc["detector_scorecard"] = detector_scorecard(benchmark)
         if options["format"] == "json":
             write_json(self, doc)
         else:
-            self.stdout.write(report_markdown(doc), ending="")
+            markdown = report_markdown(doc)
+            self.stdout.write(markdown + scorecard_markdown(doc["detector_scorecard"]), ending="")

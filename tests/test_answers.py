@@ -1,0 +1,89 @@
+"""scoring.judges.answers and the responses_agree_against_key detector, without a database."""
+
+from __future__ import annotations
+
+import pytest
+
+from review.detectors.responses_agree import responses_agree_detail
+from scoring.judges.answers import final_answer
+
+DICE = "When rolling two dice, what is the probability that you roll a total number that is at least 3?"
+
+
+def test_final_answer_reads_the_conclusion_not_the_working():
+    text = "There are 36 outcomes.\nOnly (1,1) is below 3.\nTherefore the probability is 35/36."
+    a = final_answer(text, question=DICE)
+    assert (a.kind, a.label) == ("number", "35/36")
+    assert a.value == pytest.approx(35 / 36)
+
+
+def test_a_rounded_decimal_equals_the_fraction_to_its_precision():
+    key = final_answer("So the probability is 17/18.", question=DICE)
+    assert final_answer("So it is about 0.944.", question=DICE).same_as(key)  # 17/18 = 0.9444
+    assert not final_answer("So it is about 0.972.", question=DICE).same_as(key)
+    # a percentage is a fraction: 94.4% = 0.944
+    assert final_answer("So, 94.4%.", question=DICE).same_as(key)
+
+
+def test_numbers_the_question_states_are_passed_over():
+    q = "How many integers are in the solution of the inequality |x + 5| < 10"
+    a = final_answer("There are 19 integers in the solution of |x + 5| < 10.", question=q)
+    assert a.value == 19.0
+
+
+def test_counts_of_a_noun_the_question_counts():
+    q = "David has three sisters. Each of them has one brother. How many brothers does David have?"
+    for text, value in [("So David has 0 brothers.", 0), ("Therefore he has no brothers.", 0),
+                        ("David has three brothers.", 3)]:  # fmt: skip
+        a = final_answer(text, question=q, kind="count")
+        assert (a.kind, a.value, a.unit) == ("count", value, "brother")
+    # "one brother" only repeats the question: not an answer
+    assert final_answer("Each sister has one brother.", question=q, kind="count") is None
+
+
+def test_figures_with_units_and_the_keys_unit_only():
+    q = "What is the minimum width of a firefighting stair?"
+    a = final_answer("The minimum width is 1.1 m.", question=q)
+    assert (a.unit, a.value) == ("length", 1100.0)
+    assert final_answer("It must be 1100 mm wide.", question=q).same_as(a)
+    assert final_answer("Allow 3 months.", question=q, kind="number", unit="length") is None
+
+
+def test_choice_and_name_and_next_turn_cut():
+    q = "Which should be reported?\na) a girl reading\nb) an argument\nc) a backpack taken"
+    assert final_answer("The answer is c) the backpack.", question=q).value == "c"
+    q2 = "The cars of Alice, Bert and Cheryl are parked. Who is the secretary?"
+    text = "Therefore the secretary is Alice.\n### Human: and Bert?"
+    assert final_answer(text, question=q2, kind="name").value == "Alice"
+
+
+def test_detector_majority_suggests_the_agreed_answer():
+    q = "The vertices of a triangle are at points (0, 0), (-1, 1), and (3, 3). What is the area?"
+    responses = {"m1": "So the area is 3.", "m2": "Thus the area is 3.", "m3": "So it is 3.",
+                 "m4": "So 1.5.", "m5": "Answer: 4.5"}  # fmt: skip
+    d = responses_agree_detail(question=q, key_answer="The area is 0.", responses=responses)
+    assert d["basis"] == "majority" and d["suggested_answer"] == "3" and d["key_answer"] == "0"
+    assert [m["model"] for m in d["models"]] == ["m1", "m2", "m3"]
+    assert d["n_models"] == 5 and d["n_read"] == 5
+
+
+def test_detector_strongest_half_needs_two_and_no_equal_rival():
+    q = "What is the area?"
+    responses = {"s1": "So 3.", "s2": "So 3.", "w1": "So 0.", "w2": "So 0.", "w3": "So 7."}
+    scores = {"s1": 90.0, "s2": 85.0, "w1": 30.0, "w2": 20.0, "w3": 10.0}
+    # no majority (2 of 5); strongest half = s1, s2, w1: "3" twice, "0" once -> fires
+    d = responses_agree_detail(question=q, key_answer="The area is 0.", responses=responses,
+                               scores=scores)  # fmt: skip
+    assert d["basis"] == "strongest_half" and d["n_strongest"] == 3
+    assert [(m["model"], m["overall_score"]) for m in d["models"]] == [("s1", 90.0), ("s2", 85.0)]
+    # without scores (no grades) only a majority counts
+    assert (
+        responses_agree_detail(question=q, key_answer="The area is 0.", responses=responses) is None
+    )
+
+
+def test_detector_silent_when_models_agree_with_the_key_or_the_key_states_nothing():
+    q = "What is the area?"
+    responses = {"a": "So 3.", "b": "So 3.", "c": "So 3."}
+    assert responses_agree_detail(question=q, key_answer="It is 3.", responses=responses) is None
+    assert responses_agree_detail(question=q, key_answer="It depends.", responses=responses) is None

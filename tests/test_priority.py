@@ -1,0 +1,61 @@
+"""review.priority: the one rule that turns an item's evidence into its priority and words."""
+
+from __future__ import annotations
+
+from review.priority import evidence_priority
+
+
+def test_points_sum_distinct_kinds_and_words_list_them_strongest_first():
+    p = evidence_priority(
+        [
+            ("judge_flag", {"both_judges": True}),
+            ("consensus_against_key", {"share": 0.8, "models": [1, 2, 3, 4], "n_models": 5}),
+            ("single_auditor_flag", {"verdicts": [{"verdict": "wrong"}, {"verdict": "correct"}]}),
+        ]
+    )
+    # 450 (both judges) + 300 + 100 x 0.8 (consensus) + 150 (one auditor)
+    assert p.points == 980
+    assert p.primary == "judge_flag"
+    assert p.reasons == (
+        "3 signals: both judges flagged the key; 4 of 5 models at the lowest grade while "
+        "scoring well; one auditor adverse"
+    )
+
+
+def test_the_same_kind_twice_counts_once_at_its_strongest():
+    weak = ("models_against_key", {"shortfall": 0.5, "marked_down": [1, 2], "n_strongest": 3})
+    strong = ("models_against_key", {"shortfall": 0.8, "marked_down": [1, 2, 3], "n_strongest": 3})
+    p = evidence_priority([weak, strong])
+    assert p.points == 250 + 80
+    assert p.reasons == (
+        "3 of 3 strongest models marked down against their record (shortfall 0.80)"
+    )
+
+
+def test_queue_order_between_kinds():
+    def pts(kind, detail=None):
+        return evidence_priority([(kind, detail or {})]).points
+
+    assert pts("judge_flag", {"both_judges": True}) > pts("consensus_against_key", {"share": 1})
+    assert pts("consensus_against_key", {"share": 0.6}) > pts(
+        "models_against_key", {"shortfall": 1}
+    )
+    assert pts("responses_agree_against_key", {"basis": "majority"}) == 300
+    assert pts("responses_agree_against_key", {"basis": "strongest_half"}) == 250
+    assert pts("single_auditor_flag") > pts("judge_flag") > pts("manual")
+    assert pts("some_new_check") == 100  # another detector's kind is counted, not dropped
+
+
+def test_answers_and_manual_reports_in_words():
+    p = evidence_priority(
+        [
+            ("responses_agree_against_key", {"basis": "strongest_half", "n_strongest": 4,
+             "models": [1, 2], "suggested_answer": "Alice", "key_answer": "Cheryl"}),
+            ("manual", {"note": "The secretary is Alice, not Cheryl."}),
+        ]
+    )  # fmt: skip
+    assert p.reasons == (
+        "2 signals: 2 of the 4 strongest models answer Alice, not the key's Cheryl; "
+        "reported by hand: The secretary is Alice, not Cheryl."
+    )
+    assert evidence_priority([]).reasons == "no evidence"
