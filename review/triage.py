@@ -54,7 +54,7 @@ from review.detectors.models_against_key import models_against_key_findings
 from review.detectors.responses_agree import responses_agree_findings
 from review.detectors.unparsed import unparsed_findings
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
-from review.services import key_entry_exclude, review_item_create
+from review.services import review_item_create
 from scoring.audit_rule import (
     EXCLUDE,
     EXCLUSION_REASON,
@@ -62,6 +62,7 @@ from scoring.audit_rule import (
     NOT_INDEPENDENT,
     SINGLE,
     audit_decisions,
+    exclusions_write,
 )
 from scoring.engine import agreed_grades
 from scoring.engine import model_scores as engine_model_scores
@@ -268,16 +269,15 @@ def triage_run(
         closed_fps[qpk].add(fp)
 
     with transaction.atomic():
-        for qpk, detail in sorted(found["exclusions"].items()):
-            if key_entry_exclude(
-                entry=found["exclusion_entries"][qpk],
-                reason=EXCLUSION_REASON,
-                user=user,
-                detail=detail,
-            ):
-                counts["excluded"] += 1
-            else:
-                counts["already_excluded"] += 1
+        # Rule 4's one writer of exclusions: each new one logged with its verdicts.
+        wanted = sorted(found["exclusions"].items())
+        new = exclusions_write(
+            entries=[(found["exclusion_entries"][qpk], detail) for qpk, detail in wanted],
+            reason=EXCLUSION_REASON,
+            user=user,
+        )
+        counts["excluded"] = len(new)
+        counts["already_excluded"] = len(wanted) - len(new)
         for qpk, found_items in sorted(found["items"].items()):
             if all(fingerprint_of(s.value, d) in closed_fps[qpk] for s, d in found_items):
                 counts["skipped_closed"] += 1

@@ -11,7 +11,7 @@ uses SELECT ... FOR UPDATE SKIP LOCKED on PostgreSQL. Edits based on a stale ite
 The package, by concern (each module imports only those below it):
     items       review items and claims
     proposals   citation checks and proposals (approval lands in the draft edition)
-    editions    the draft key edition, publishing, exclusions
+    editions    the draft key edition, publishing
     common      locks, version checks, permission checks, the item's log entry
 Import the actions from `review.services`.
 """
@@ -21,7 +21,6 @@ from __future__ import annotations
 from review.services.editions import (
     draft_edition_get_or_create,
     key_edition_publish,
-    key_entry_exclude,
 )
 from review.services.items import (
     review_item_claim,
@@ -44,7 +43,6 @@ __all__ = [
     "citation_check_record",
     "draft_edition_get_or_create",
     "key_edition_publish",
-    "key_entry_exclude",
     "proposal_approve",
     "proposal_create",
     "proposal_reject",

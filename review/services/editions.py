@@ -1,4 +1,4 @@
-"""Key editions and exclusions: the draft edition, publishing (rule 7) and exclusions (rule 4).
+"""Key editions: the draft edition and publishing (rule 7).
 
 Publishing commits and returns: the re-scoring of the new edition (rule 8) is asked for
 in the publishing transaction (scoring.services.rescore_request, an outbox row) and sent
@@ -24,7 +24,6 @@ from review.models import (
     Proposal,
 )
 from review.services.common import _require
-from scoring import audit_rule
 from scoring import services as scoring_services
 
 logger = logging.getLogger(__name__)
@@ -114,18 +113,3 @@ def key_edition_publish(*, edition: KeyEdition, user) -> KeyEdition:
         )
         scoring_services.rescore_request(edition=locked, user=user)
     return published
-
-
-def key_entry_exclude(
-    *, entry: KeyEntry, reason: str, user=None, detail: dict | None = None
-) -> bool:
-    """Exclude a key entry from scoring (rule 4) and log it; returns False if it already was.
-
-    The exclusion holds in every edition whose effective entry for the question is `entry`
-    and in no other (questions.models.AuditExclusion). Written by scoring.audit_rule's
-    one writer of exclusions, which logs it against the question, with the entry's
-    edition and `detail`, in this transaction.
-    """
-    with transaction.atomic():
-        new = audit_rule.exclusions_write(entries=[(entry, detail or {})], reason=reason, user=user)
-    return bool(new)
