@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef, QuerySet
 
 from questions.models import KeyEdition
 from scoring.models import JudgeCall, ScoringRun
@@ -21,24 +21,39 @@ def latest_run(edition: KeyEdition, *, kind: str = ScoringRun.Kind.GRADE) -> Sco
     )
 
 
-def ledger_summary(run: ScoringRun) -> dict[str, int]:
-    """Return the run's judge-call ledger: calls sent, answered, retried, failed, lost, started.
+def _paid_again(calls: QuerySet) -> int:
+    """Count the answered calls among `calls` whose pair (response, judge, key entry, prompt
+    version; an audit's has no response) had been answered before by an earlier call of ANY
+    run: the judge was paid twice for one grade or verdict. Two queries (grade calls, audit
+    calls), each a correlated EXISTS on the ledger's call_pair_idx."""
+    answered = calls.filter(outcome=JudgeCall.Outcome.OK)
+    same = {n: OuterRef(n) for n in ("judge_id", "key_entry_id", "prompt_version")}
+    earlier = JudgeCall.objects.filter(outcome=JudgeCall.Outcome.OK, id__lt=OuterRef("id"), **same)
+    grades = answered.filter(response_id__isnull=False).filter(
+        Exists(earlier.filter(response_id=OuterRef("response_id")))
+    )
+    audits = answered.filter(response_id__isnull=True).filter(
+        Exists(earlier.filter(response_id__isnull=True))
+    )
+    return grades.count() + audits.count()
 
-    `lost` are calls in flight when a worker was killed: paid for, no grade kept, called
-    again; every other pair is paid at most once (`paid_twice` counts exceptions).
+
+def ledger_summary(run: ScoringRun) -> dict[str, int]:
+    """Return the run's judge-call ledger: calls sent, answered, retried, failed, lost,
+    started, and paid twice (by this run, and by its edition's runs).
+
+    `in_flight_at_kill` (outcome "lost") are calls in flight when a worker was killed: paid
+    for, no grade kept, called again. `paid_twice` counts this run's answered calls whose
+    pair had already been answered by an earlier call of any run (issue 19: counted across
+    runs, so a second run on the same edition that bought a pair again shows it here);
+    `edition_paid_twice` is the same count over every run of the run's edition
+    (edition_paid_twice).
     """
     counts = dict(
         JudgeCall.objects.filter(run=run)
         .values_list("outcome")
         .annotate(n=Count("id"))
         .values_list("outcome", "n")
-    )
-    paid_twice = (
-        JudgeCall.objects.filter(run=run, outcome=JudgeCall.Outcome.OK)
-        .values("judge_id", "response_id", "key_entry_id", "prompt_version")
-        .annotate(n=Count("id"))
-        .filter(n__gt=1)
-        .count()
     )
     return {
         "calls": sum(counts.values()),
@@ -47,8 +62,16 @@ def ledger_summary(run: ScoringRun) -> dict[str, int]:
         "failed": counts.get(JudgeCall.Outcome.FAILED, 0),
         "in_flight_at_kill": counts.get(JudgeCall.Outcome.LOST, 0),
         "in_flight": counts.get(JudgeCall.Outcome.STARTED, 0),
-        "paid_twice": paid_twice,
+        "paid_twice": _paid_again(JudgeCall.objects.filter(run=run)),
+        "edition_paid_twice": edition_paid_twice(run.edition),
     }
+
+
+def edition_paid_twice(edition: KeyEdition) -> int:
+    """Return how many answered calls of the edition's runs (every kind) bought a pair that
+    an earlier call of any run had already answered: the sum of `paid_twice` over the
+    edition's runs (ledger_summary)."""
+    return _paid_again(JudgeCall.objects.filter(run__edition=edition))
 
 
 def run_summary(run: ScoringRun) -> dict[str, Any]:

@@ -16,7 +16,8 @@
 Every task is acks_late (settings), idempotent, and bounded by time limits below the
 broker's visibility timeout. Retries: transient database errors (autoretry, backoff),
 pairs whose judge stayed unavailable (backoff, capped, then failed), pairs leased by
-another worker (after the lease).
+another worker or another run (every BUSY_RECHECK_SECONDS, until the holder settles them -
+their grades are then reused - or its lease runs out).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from scoring import services
-from scoring.models import RunItem, ScoringRun
+from scoring.models import PairLease, RunItem, ScoringRun
 from scoring.services.tunables import max_chunk_retries, retry_base_seconds
 
 logger = logging.getLogger(__name__)
@@ -39,6 +40,8 @@ logger = logging.getLogger(__name__)
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
 CHUNK_SOFT_LIMIT = 1500
 CHUNK_HARD_LIMIT = 1560
+# A chunk whose pairs are in flight elsewhere (another run) looks again this often.
+BUSY_RECHECK_SECONDS = 2.0
 
 
 @shared_task(
@@ -103,15 +106,23 @@ def chunk_bounds(n: int, size: int) -> list[tuple[int, int]]:
     soft_time_limit=CHUNK_SOFT_LIMIT,
     time_limit=CHUNK_HARD_LIMIT,
 )
-def grade_chunk(self, run_id: int, pairs: list[list[int | None]]) -> dict[str, int]:
-    """Settle a chunk of a run's pairs; return {state: count} for this delivery."""
+def grade_chunk(
+    self, run_id: int, pairs: list[list[int | None]], judge_retries: int | None = None
+) -> dict[str, int]:
+    """Settle a chunk of a run's pairs; return {state: count} for this delivery.
+
+    judge_retries: how often the chunk was sent again because a judge was unavailable
+    (None: the delivery's retry count, as sent by run_start). Pairs leased elsewhere (a
+    duplicate delivery, another run with the pair in flight) are sent again until their
+    holder settles or its lease runs out, without counting towards the judge's retry cap.
+    """
     run = ScoringRun.objects.select_related("benchmark", "edition").filter(pk=run_id).first()
     if run is None:
         logger.warning("scoring.grade_chunk: run %s does not exist", run_id)
         return {}
     if run.status not in services.ACTIVE_STATUSES:
         return {}
-    retries = self.request.retries or 0
+    retries = (self.request.retries or 0) if judge_retries is None else judge_retries
     if self.request.is_eager:
         return _settle_eagerly(run, pairs, retries)
     final = retries >= max_chunk_retries()
@@ -125,20 +136,11 @@ def grade_chunk(self, run_id: int, pairs: list[list[int | None]]) -> dict[str, i
     services.scoring_run_finish(run=run)
     again = outcome.unavailable + outcome.busy
     if again and not outcome.stopped:
-        if final:
-            logger.warning(
-                "scoring.grade_chunk: run %s: %d pair(s) still leased after %d retries; "
-                "resume the run later",
-                run_id,
-                len(outcome.busy),
-                retries,
-            )
-        else:
-            raise self.retry(
-                args=(run_id, again),
-                countdown=_countdown(run_id, outcome, retries),
-                max_retries=None,
-            )
+        raise self.retry(
+            args=(run_id, again, retries + 1 if outcome.unavailable else retries),
+            countdown=_countdown(run_id, outcome, retries),
+            max_retries=None,
+        )
     return outcome.settled
 
 
@@ -169,20 +171,33 @@ def _settle_eagerly(run: ScoringRun, pairs: list, retries: int) -> dict[str, int
 
 
 def _countdown(run_id: int, outcome: services.ChunkOutcome, retries: int) -> float:
-    """Seconds before the chunk is sent again: the judge's backoff, or the longest lease held."""
+    """Seconds before the chunk is sent again: the judge's backoff when a judge was
+    unavailable; for pairs leased elsewhere, until the last of their leases (this run's or
+    another run's) runs out, but at most BUSY_RECHECK_SECONDS, since a live holder usually
+    settles well before its lease ends."""
     delays = [0.0]
     if outcome.unavailable:
         ceiling = min(600.0, retry_base_seconds() * (2**retries))
         delays.append(ceiling / 2 + random.uniform(0, ceiling / 2))
     if outcome.busy:
-        until = RunItem.objects.filter(
-            run_id=run_id,
-            key_entry_id__in={p[2] for p in outcome.busy},
-            judge_id__in={p[1] for p in outcome.busy},
-            state=RunItem.State.PENDING,
-        ).aggregate(last=Max("lease_until"))["last"]
+        pairs = {
+            "key_entry_id__in": {p[2] for p in outcome.busy},
+            "judge_id__in": {p[1] for p in outcome.busy},
+        }
+        mine = RunItem.objects.filter(run_id=run_id, state=RunItem.State.PENDING, **pairs)
+        until = max(
+            [
+                t
+                for t in (
+                    mine.aggregate(last=Max("lease_until"))["last"],
+                    PairLease.objects.filter(**pairs).aggregate(last=Max("lease_until"))["last"],
+                )
+                if t is not None
+            ],
+            default=None,
+        )
         wait = (until - timezone.now()).total_seconds() if until else 0.0
-        delays.append(max(0.5, wait + 0.5))
+        delays.append(min(BUSY_RECHECK_SECONDS, max(0.5, wait + 0.5)))
     return max(delays)
 
 
