@@ -273,6 +273,11 @@ SNAGLIST_RESCORE_CHUNK = _scoring_number("SNAGLIST_RESCORE_CHUNK", int, 500, zer
 SNAGLIST_PAIR_LEASE_SECONDS = _scoring_number(
     "SNAGLIST_PAIR_LEASE_SECONDS", float, 900.0, zero_ok=False
 )
+# Seconds between a worker's reports on a run while a task of it runs (its heartbeat); the
+# run page calls a run stalled when no worker has reported on it for 3 heartbeats.
+SNAGLIST_WORKER_HEARTBEAT_SECONDS = _scoring_number(
+    "SNAGLIST_WORKER_HEARTBEAT_SECONDS", float, 10.0, zero_ok=False
+)
 # Threads one worker process may add to grade chunks (0: each chunk on its task's thread).
 SNAGLIST_JUDGE_THREADS = _scoring_number("SNAGLIST_JUDGE_THREADS", int, 64, zero_ok=True)
 # Times a chunk is sent again for pairs whose judge is unavailable (0: never).

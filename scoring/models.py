@@ -95,6 +95,12 @@ class ScoringRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    reported_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last time a worker reported on this run: a task of it began, or its "
+        "heartbeat while one runs (SNAGLIST_WORKER_HEARTBEAT_SECONDS).",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -27,6 +27,7 @@ class LedgerSerializer(serializers.Serializer):
     in_flight = serializers.IntegerField()
     paid_twice = serializers.IntegerField()
     edition_paid_twice = serializers.IntegerField()
+    repeated = serializers.IntegerField()
 
 
 class RunSerializer(serializers.ModelSerializer):

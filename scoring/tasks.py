@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from scoring import services
 from scoring.models import PairLease, RunItem, ScoringRun
+from scoring.services.heartbeat import report_run
 from scoring.services.tunables import max_chunk_retries, retry_base_seconds
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ def run_start(self, run_id: int) -> None:
     if not services.scoring_run_begin(run=run):
         logger.info("scoring.run_start: run %s is %s, nothing to do", run_id, run.status)
         return
+    report_run(run_id)  # a worker has the run
     pairs = services.pending_pairs(run=run)
     for start, end in chunk_bounds(len(pairs), services.chunk_size()):
         grade_chunk.delay(run_id, pairs[start:end])
@@ -127,7 +129,8 @@ def grade_chunk(
         return _settle_eagerly(run, pairs, retries)
     final = retries >= max_chunk_retries()
     try:
-        outcome = services.settle_chunk(run=run, pairs=pairs, final_attempt=final)
+        with services.RunHeartbeat(run_id):
+            outcome = services.settle_chunk(run=run, pairs=pairs, final_attempt=final)
     except SoftTimeLimitExceeded:
         # Settled pairs are skipped next time; the one interrupted keeps its lease and its
         # "started" ledger row, so it is counted as lost when it is claimed again.
@@ -152,6 +155,7 @@ def _settle_eagerly(run: ScoringRun, pairs: list, retries: int) -> dict[str, int
     """
     settled: dict[str, int] = {}
     again = pairs
+    report_run(run.pk)  # eager: one report; nobody watches the page meanwhile
     while again:
         final = retries >= max_chunk_retries()
         outcome = services.settle_chunk(run=run, pairs=again, final_attempt=final)

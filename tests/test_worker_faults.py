@@ -213,3 +213,43 @@ def test_database_connections_dropped_mid_task_run_completes_exactly_once(
         f"{PAIRS} grades, one per pair; ledger {ledger}; judge answered "
         f"{fake_openai_judge.calls} calls"
     )
+
+
+def test_the_run_page_says_stalled_while_no_worker_is_alive(
+    private_redis, private_worker_factory, fake_openai_judge, client, settings
+):
+    """Issue 19 item 3: a SIGKILLed worker's run page says "stalled - no worker has reported
+    on this run since HH:MM" instead of an ETA (and no "being graded right now"), and stops
+    saying so once a worker reports on the run again."""
+    from django.contrib.auth.models import Group, User
+    from django.urls import reverse
+    from django.utils import timezone
+
+    settings.SNAGLIST_WORKER_HEARTBEAT_SECONDS = 0.5  # stalled after 1.5 s without a report
+    run = _slow_run(fake_openai_judge, "faults-heartbeat", delay=0.4)
+    worker = private_worker_factory(**ENV, SNAGLIST_WORKER_HEARTBEAT_SECONDS="0.5")
+    admin = User.objects.create_user("admin1", password="x-very-long-pass-1")
+    admin.groups.add(Group.objects.get(name="admin"))
+    client.force_login(admin)
+    url = reverse("scoring:run-detail", kwargs={"pk": run.pk})
+
+    worker.send("scoring.run_start", run.pk)
+    worker.wait_for_run(run.pk, until=lambda r: r.done >= 6, timeout=30)
+    alive = client.get(url).content.decode()
+    assert "no worker has reported" not in alive, alive
+    worker.kill()
+    killed_at = ScoringRun.objects.get(pk=run.pk)
+    time.sleep(2.0)  # more than 3 heartbeats
+    page = client.get(url).content.decode()
+    last = timezone.localtime(ScoringRun.objects.get(pk=run.pk).reported_at).strftime("%H:%M")
+    assert f"no worker has reported on this run since {last}." in page, page
+    assert "s left" not in page and "being graded by a worker right now" not in page
+    assert ScoringRun.objects.get(pk=run.pk).done < PAIRS
+
+    worker.start()
+    _resume_with_the_cli(run)
+    assert "no worker has reported" not in client.get(url).content.decode()
+    print(
+        f"\nworker SIGKILLed at {killed_at.done}/{PAIRS}; 2 s later the page said: stalled, "
+        f"no worker has reported on this run since {last}; resumed after a new worker started"
+    )

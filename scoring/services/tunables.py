@@ -82,3 +82,19 @@ def retry_base_seconds() -> float:
     """Return the first backoff, in seconds, for an unavailable judge
     (SNAGLIST_RESCORE_RETRY_BASE_SECONDS); scoring.tasks doubles it per retry, capped at 600 s."""
     return float(settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS)
+
+
+# A run is stalled when no worker has reported on it for this many heartbeats.
+STALL_HEARTBEATS = 3
+
+
+def heartbeat_seconds() -> float:
+    """Return the seconds between a worker's reports on a run while a task of it runs
+    (SNAGLIST_WORKER_HEARTBEAT_SECONDS)."""
+    return float(settings.SNAGLIST_WORKER_HEARTBEAT_SECONDS)
+
+
+def stall_seconds() -> float:
+    """Return after how many seconds without a worker's report a run counts as stalled:
+    STALL_HEARTBEATS heartbeats."""
+    return STALL_HEARTBEATS * heartbeat_seconds()
