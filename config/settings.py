@@ -269,9 +269,12 @@ def _scoring_number(name: str, cast: type, default: float, *, zero_ok: bool) -> 
 # 1.23-1.27x. 500 calls at 16 in flight and 5 s a call take ~160 s, well inside the task's
 # time limit.
 SNAGLIST_RESCORE_CHUNK = _scoring_number("SNAGLIST_RESCORE_CHUNK", int, 500, zero_ok=False)
-# Seconds a claimed pair stays reserved for its worker (longer than a call with its retries).
+# Seconds a claimed pair stays reserved for its worker. The worker's heartbeat renews it
+# every SNAGLIST_WORKER_HEARTBEAT_SECONDS while its task runs, so 6 heartbeats are enough
+# however long a judge call takes; a killed worker's pairs are free again 60 s after its
+# last beat (with 900 s, the earlier default, a kill held 36 pairs for 15 minutes).
 SNAGLIST_PAIR_LEASE_SECONDS = _scoring_number(
-    "SNAGLIST_PAIR_LEASE_SECONDS", float, 900.0, zero_ok=False
+    "SNAGLIST_PAIR_LEASE_SECONDS", float, 60.0, zero_ok=False
 )
 # Seconds between a worker's reports on a run while a task of it runs (its heartbeat); the
 # run page calls a run stalled when no worker has reported on it for 3 heartbeats.

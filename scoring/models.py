@@ -305,6 +305,12 @@ class RunItem(models.Model):
     key_entry = models.ForeignKey(KeyEntry, on_delete=models.PROTECT, related_name="+")
     state = models.CharField(max_length=20, choices=State.choices, default=State.PENDING)
     lease_until = models.DateTimeField(null=True, blank=True)
+    holder = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The worker process that last claimed the item (host:pid); its heartbeat "
+        "renews the lease while the process lives.",
+    )
     attempts = models.PositiveSmallIntegerField(default=0)
     detail = models.TextField(blank=True)
 
@@ -354,6 +360,7 @@ class PairLease(models.Model):
     run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="pair_leases")
     item = models.ForeignKey(RunItem, on_delete=models.CASCADE, related_name="+")
     lease_until = models.DateTimeField()
+    holder = models.CharField(max_length=200, blank=True, help_text="host:pid of the holder.")
     previous_run = models.ForeignKey(
         ScoringRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

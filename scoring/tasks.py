@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -148,17 +149,24 @@ def grade_chunk(
 
 
 def _settle_eagerly(run: ScoringRun, pairs: list, retries: int) -> dict[str, int]:
-    """Eager mode (no broker, the zero set-up default): retry unavailable pairs at once.
+    """Eager mode (no broker, the zero set-up default): retry unavailable pairs in a loop.
 
-    Celery's eager retry raises instead of re-sending, and there is no countdown to wait
-    out, so the retry cap is applied here in a loop. Leased pairs are left pending.
+    Celery's eager retry raises instead of re-sending, and there is no countdown, so the
+    retry cap is applied here in a loop that sleeps judge_backoff(retries) (capped at
+    EAGER_BACKOFF_CAP_SECONDS) between rounds: a judge answering 529 is not asked again
+    back to back. Leased pairs are left pending.
     """
+    from django.db import connection
+
     settled: dict[str, int] = {}
     again = pairs
-    report_run(run.pk)  # eager: one report; nobody watches the page meanwhile
+    # The heartbeat renews this process's pair leases from a thread of its own: not inside
+    # the caller's transaction (the thread could not see its rows) nor on SQLite (one writer).
+    threaded = connection.vendor != "sqlite" and not connection.in_atomic_block
     while again:
         final = retries >= max_chunk_retries()
-        outcome = services.settle_chunk(run=run, pairs=again, final_attempt=final)
+        with services.RunHeartbeat(run.pk, threaded=threaded):
+            outcome = services.settle_chunk(run=run, pairs=again, final_attempt=final)
         for state, n in outcome.settled.items():
             settled[state] = settled.get(state, 0) + n
         if outcome.busy:
@@ -167,11 +175,28 @@ def _settle_eagerly(run: ScoringRun, pairs: list, retries: int) -> dict[str, int
                 run.pk,
                 len(outcome.busy),
             )
-        again, retries = outcome.unavailable, retries + 1
         if outcome.stopped:
             break
+        if outcome.unavailable:  # back off, as a worker's retry countdown would
+            eager_sleep(judge_backoff(retries, cap=EAGER_BACKOFF_CAP_SECONDS))
+        again, retries = outcome.unavailable, retries + 1
     services.scoring_run_finish(run=run)
     return settled
+
+
+# In eager mode the caller (a command, a web request) waits out the backoff itself.
+EAGER_BACKOFF_CAP_SECONDS = 60.0
+# The eager loop's sleep; a test replaces it to record the waits instead of sleeping.
+eager_sleep = time.sleep
+
+
+def judge_backoff(retries: int, cap: float = 600.0) -> float:
+    """Seconds to wait before a chunk's pairs go to an unavailable judge again, after
+    `retries` earlier retries: "equal jitter" exponential backoff, uniform in
+    [ceiling / 2, ceiling] with ceiling = min(cap, SNAGLIST_RESCORE_RETRY_BASE_SECONDS x
+    2**retries) (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015)."""
+    ceiling = min(cap, retry_base_seconds() * (2**retries))
+    return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
 def _countdown(run_id: int, outcome: services.ChunkOutcome, retries: int) -> float:
@@ -181,8 +206,7 @@ def _countdown(run_id: int, outcome: services.ChunkOutcome, retries: int) -> flo
     settles well before its lease ends."""
     delays = [0.0]
     if outcome.unavailable:
-        ceiling = min(600.0, retry_base_seconds() * (2**retries))
-        delays.append(ceiling / 2 + random.uniform(0, ceiling / 2))
+        delays.append(judge_backoff(retries))
     if outcome.busy:
         pairs = {
             "key_entry_id__in": {p[2] for p in outcome.busy},

@@ -426,12 +426,20 @@ def test_unavailable_judge_marks_pairs_failed_and_the_run_reports_it(
 def test_judge_answering_429_for_a_while_is_retried_and_the_run_completes(
     data, monkeypatch, settings, django_capture_on_commit_callbacks
 ):
+    from scoring import tasks
+
     settings.SNAGLIST_RESCORE_MAX_RETRIES = 5
+    settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS = 2.0
+    waits: list[float] = []
+    monkeypatch.setattr(tasks, "eager_sleep", waits.append)
     backend = CountingBackend(unavailable_for=3)
     monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
     corrected = publish_correction(data)
     run = _run(corrected, data.judges, django_capture_on_commit_callbacks)
     assert (run.status, run.graded, run.failed) == ("complete", 6, 0)
+    # in-process mode waited once, 1-2 s (base 2 s, equal jitter), before asking again
+    # (issue 19: it used to ask again at once)
+    assert len(waits) == 1 and 1.0 <= waits[0] <= 2.0
     ledger = runs_selectors.ledger_summary(run)
     assert ledger["retries"] == 3 and ledger["ok"] == 6 and ledger["paid_twice"] == 0
     assert Grade.objects.filter(run=run).count() == 6
@@ -810,3 +818,26 @@ def test_tables_updated_in_place_keep_room_for_hot_updates_and_no_redundant_inde
         ("scoring_runitem", "key_entry_id"),
         ("scoring_runitem", "response_id"),
     ]
+
+
+def test_in_process_retries_back_off_exponentially_up_to_a_cap(
+    data, monkeypatch, settings, django_capture_on_commit_callbacks
+):
+    """A judge that stays unavailable (529) in eager mode: one wait per retry round, each
+    in [ceiling / 2, ceiling] with ceiling = base x 2**retry, capped at 60 s; then the pairs
+    fail. Before issue 19 the rounds followed each other with no pause."""
+    from scoring import tasks
+
+    settings.SNAGLIST_RESCORE_MAX_RETRIES = 4
+    settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS = 10.0
+    waits: list[float] = []
+    monkeypatch.setattr(tasks, "eager_sleep", waits.append)
+    backend = CountingBackend(unavailable_for=10**6)
+    monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
+    run = _run(publish_correction(data), data.judges, django_capture_on_commit_callbacks)
+    assert (run.status, run.failed) == ("failed", 6)
+    ceilings = [10.0, 20.0, 40.0, 60.0]  # 80 capped at 60
+    assert len(waits) == len(ceilings)
+    for wait, ceiling in zip(waits, ceilings, strict=True):
+        assert ceiling / 2 <= wait <= ceiling, (wait, ceiling)
+    assert len(backend.calls) == 6 * 5  # first round + 4 retries, each pair each round

@@ -129,3 +129,31 @@ def test_the_heartbeat_reports_while_a_task_runs_and_stops_after(settings):
     last = ScoringRun.objects.get(pk=run.pk).reported_at
     time.sleep(0.5)
     assert ScoringRun.objects.get(pk=run.pk).reported_at == last
+
+
+def test_a_heartbeat_renews_this_process_leases_only(run, settings):
+    """Issue 19 item 2: short pair leases, renewed by the live worker's heartbeat; a dead
+    process's leases (another holder) and leases already run out are left to expire."""
+    from scoring.models import PairLease
+    from scoring.services import heartbeat, ledger
+
+    settings.SNAGLIST_PAIR_LEASE_SECONDS = 60
+    mine, dead, late = list(run.items.order_by("pk")[:3])
+    ledger.claim_pairs(run.pk, [(mine, mine.judge), (dead, dead.judge), (late, late.judge)])
+    soon = timezone.now() + timedelta(seconds=5)
+    RunItem.objects.filter(pk=mine.pk).update(lease_until=soon)
+    RunItem.objects.filter(pk=dead.pk).update(lease_until=soon, holder="elsewhere:1")
+    PairLease.objects.filter(item=dead).update(lease_until=soon, holder="elsewhere:1")
+    gone = timezone.now() - timedelta(seconds=1)
+    RunItem.objects.filter(pk=late.pk).update(lease_until=gone)
+    PairLease.objects.filter(item=late).update(lease_until=gone)
+
+    assert heartbeat.renew_leases(run.pk) == 1
+    now = timezone.now()
+    renewed = RunItem.objects.get(pk=mine.pk).lease_until
+    assert timedelta(seconds=59) < renewed - now <= timedelta(seconds=60)
+    assert PairLease.objects.get(item=mine).lease_until == renewed
+    assert RunItem.objects.get(pk=dead.pk).lease_until == soon
+    assert PairLease.objects.get(item=dead).lease_until == soon
+    assert RunItem.objects.get(pk=late.pk).lease_until == gone
+    assert PairLease.objects.get(item=late).lease_until == gone

@@ -48,8 +48,10 @@ def pair_lease_seconds() -> float:
     """Return how long, in seconds, a claimed pair stays reserved for the worker that claimed it
     (SNAGLIST_PAIR_LEASE_SECONDS).
 
-    Longer than one judge call with all its retries (timeout x attempts + backoff), so a
-    live worker never loses its pair; a killed worker's pair frees up after this long.
+    A live worker's heartbeat (scoring.services.heartbeat) renews its leases every
+    SNAGLIST_WORKER_HEARTBEAT_SECONDS while a task runs, so this need only outlast a few
+    heartbeats, not a judge call with its retries; a killed worker's pairs free up this long
+    after its last beat.
     """
     return float(settings.SNAGLIST_PAIR_LEASE_SECONDS)
 

@@ -19,11 +19,13 @@ from django.db.models import Model
 from django.utils import timezone
 
 from scoring.models import JudgeCall, PairLease, RunItem, ScoringRun
+from scoring.services.work import lease_holder
 
 
 def claim_items(item_ids: Sequence[int], *, lease_seconds: float) -> dict[int, int]:
     """Lease the pending, unleased run items among `item_ids` for `lease_seconds` in one
-    UPDATE ... RETURNING (their attempts go up by one); return {item id: its claims so far
+    UPDATE ... RETURNING (their attempts go up by one, their holder is this process,
+    work.lease_holder); return {item id: its claims so far
     (attempts, this one included)} of those leased. An empty list costs no query."""
     from django.db import connection
 
@@ -34,12 +36,13 @@ def claim_items(item_ids: Sequence[int], *, lease_seconds: float) -> dict[int, i
     table = connection.ops.quote_name(RunItem._meta.db_table)
     marks = ", ".join(["%s"] * len(item_ids))
     sql = (
-        f"UPDATE {table} SET lease_until = %s, attempts = attempts + 1 "
+        f"UPDATE {table} SET lease_until = %s, attempts = attempts + 1, holder = %s "
         f"WHERE id IN ({marks}) AND state = %s AND (lease_until IS NULL OR lease_until < %s) "
         "RETURNING id, attempts"
     )
     params = [
         ops.adapt_datetimefield_value(now + timedelta(seconds=lease_seconds)),
+        lease_holder(),
         *item_ids,
         RunItem.State.PENDING,
         ops.adapt_datetimefield_value(now),
@@ -81,17 +84,18 @@ def lease_pairs(
         if grade
         else "judge_id, key_entry_id, prompt_version) WHERE response_id IS NULL"
     )
-    marks = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, NULL)"] * len(rows))
+    marks = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, NULL)"] * len(rows))
     sql = (
         f"INSERT INTO {table} (item_id, response_id, judge_id, key_entry_id, prompt_version, "
-        f"run_id, lease_until, previous_run_id) VALUES {marks} "
+        f"run_id, lease_until, holder, previous_run_id) VALUES {marks} "
         f"ON CONFLICT ({target} DO UPDATE SET item_id = excluded.item_id, "
-        "run_id = excluded.run_id, lease_until = excluded.lease_until, "
+        "run_id = excluded.run_id, lease_until = excluded.lease_until, holder = excluded.holder, "
         f"previous_run_id = {table}.run_id "
         f"WHERE {table}.lease_until < %s OR {table}.item_id = excluded.item_id "
         "RETURNING item_id, previous_run_id"
     )
-    params: list[Any] = [v for row in rows for v in (*row, run_id, until)]
+    holder = lease_holder()
+    params: list[Any] = [v for row in rows for v in (*row, run_id, until, holder)]
     params.append(ops.adapt_datetimefield_value(now))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
