@@ -158,9 +158,15 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=CELERY_TASK_TIME_LIMIT + 600)
 }
 # Periodic work (run `celery -A config beat`, or a worker with -B): a publish whose re-scoring
-# task never reached the broker is started here once the broker is back.
+# task never reached the broker is started here once the broker is back; runs whose worker
+# died or whose tasks were lost are sent again (scoring.services.runs.heal_runs).
 CELERY_BEAT_SCHEDULE = {
     "sweep-rescore-requests": {"task": "scoring.sweep_rescore_requests", "schedule": 60.0},
+    # Runs that heal themselves (issue 19): free dead pair leases, send stalled runs again.
+    "heal-runs": {
+        "task": "scoring.heal_runs",
+        "schedule": env.float("SNAGLIST_HEAL_SECONDS", default=30.0),
+    },
 }
 
 if REDIS_URL:

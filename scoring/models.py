@@ -101,6 +101,12 @@ class ScoringRun(models.Model):
         help_text="Last time a worker reported on this run: a task of it began, or its "
         "heartbeat while one runs (SNAGLIST_WORKER_HEARTBEAT_SECONDS).",
     )
+    resent_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last time the periodic heal_runs task sent the stalled run to the workers "
+        "again; it is not sent again until a worker has reported on it since.",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -12,6 +12,8 @@
   publish wrote a RescoreRequest; this creates the run). `scoring.sweep_rescore_requests`
   (Celery beat, every minute) sends it again for requests still waiting, e.g. because the
   broker was down when the edition was published.
+- `scoring.heal_runs()` (Celery beat, every 30 s): frees dead pair leases and sends stalled
+  runs (no worker report for 3 heartbeats) to the workers again.
 
 Every task is acks_late (settings), idempotent, and bounded by time limits below the
 broker's visibility timeout. Retries: transient database errors (autoretry, backoff),
@@ -271,7 +273,11 @@ def rescore_requested(edition_id: int) -> int | None:
 SWEEP_MIN_AGE_SECONDS = 30
 
 
-@shared_task(name="scoring.sweep_rescore_requests", acks_late=True, time_limit=300)
+# Both limits are set: a time_limit below the global soft limit (CELERY_TASK_SOFT_TIME_LIMIT,
+# 3300 s) alone makes apply_async refuse the task, so beat could never send it.
+@shared_task(
+    name="scoring.sweep_rescore_requests", acks_late=True, soft_time_limit=240, time_limit=300
+)
 def sweep_rescore_requests() -> list[int]:
     """Send `rescore_requested` again for every request waiting longer than 30 s.
 
@@ -284,3 +290,10 @@ def sweep_rescore_requests() -> list[int]:
     for edition_id in edition_ids:
         send_rescore_request(edition_id)
     return edition_ids
+
+
+@shared_task(name="scoring.heal_runs", acks_late=True, soft_time_limit=240, time_limit=300)
+def heal_runs() -> dict:
+    """Free dead pair leases and send stalled runs to the workers again
+    (services.heal_runs). Run by Celery beat every SNAGLIST_HEAL_SECONDS (30 s)."""
+    return services.heal_runs()

@@ -253,3 +253,82 @@ def test_the_run_page_says_stalled_while_no_worker_is_alive(
         f"\nworker SIGKILLed at {killed_at.done}/{PAIRS}; 2 s later the page said: stalled, "
         f"no worker has reported on this run since {last}; resumed after a new worker started"
     )
+
+
+def _start_beat(worker, workdir):
+    """Start `celery -A config beat` with the worker's environment (its broker, its queue),
+    as docker-compose's `beat` service runs it."""
+    import subprocess
+
+    from tests.worker_fixtures import CELERY_BIN, PROJECT_ROOT
+
+    log = (workdir / "beat.log").open("wb")
+    return subprocess.Popen(
+        [
+            str(CELERY_BIN),
+            "-A",
+            "config",
+            "beat",
+            "-s",
+            str(workdir / "beat-schedule"),
+            "--pidfile=",
+            "-l",
+            "warning",
+        ],
+        cwd=PROJECT_ROOT,
+        env=worker.env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def test_a_killed_workers_run_finishes_by_itself_once_a_worker_is_back(
+    private_redis, private_worker_factory, fake_openai_judge, tmp_path
+):
+    """Issue 19 item 2: SIGKILL the worker twice mid-run; with Celery beat running (heal_runs
+    every second here, every 30 s by default) and a new worker started, the run completes
+    with no `rescore --resume`: every pair graded once, each pair lost at a kill asked again
+    once, the lost calls counted."""
+    import os
+    import signal
+
+    env = {
+        **ENV,
+        "SNAGLIST_WORKER_HEARTBEAT_SECONDS": "0.5",
+        "SNAGLIST_HEAL_SECONDS": "1",
+    }
+    run = _slow_run(fake_openai_judge, "faults-heal", delay=0.4)
+    worker = private_worker_factory(**env)
+    beat = _start_beat(worker, tmp_path)
+    try:
+        worker.send("scoring.run_start", run.pk)
+        kills = []
+        for threshold in (6, 18):
+            worker.wait_for_run(run.pk, until=lambda r, t=threshold: r.done >= t, timeout=60)
+            worker.kill()
+            kills.append(ScoringRun.objects.get(pk=run.pk).done)
+            time.sleep(2.5)  # no worker: the run stalls (1.5 s), leases run out (2 s)
+            assert ScoringRun.objects.get(pk=run.pk).status == "running"
+            back = time.monotonic()
+            worker.start()
+        run = worker.wait_for_run(run.pk, timeout=120)
+        took = time.monotonic() - back
+    finally:
+        os.killpg(beat.pid, signal.SIGTERM)
+        beat.wait(timeout=15)
+    ledger = _assert_exactly_once(run, fake_openai_judge)
+    per_pair = (
+        JudgeCall.objects.filter(run=run)
+        .values("response_id", "judge_id", "key_entry_id")
+        .annotate(n=Count("id"))
+    )
+    assert max(p["n"] for p in per_pair) <= 1 + 2  # at most once more per kill
+    assert ledger["repeated"] == ledger["in_flight_at_kill"]
+    assert took < 120
+    print(
+        f"\nworker SIGKILLed at {kills} of {PAIRS} pairs, a new worker started 2.5 s after "
+        f"each; with beat (heal_runs every 1 s) and no operator action the run completed "
+        f"{took:.1f} s after the worker was back; ledger {ledger}; judge answered "
+        f"{fake_openai_judge.calls} calls; run notes: {run.error!r}"
+    )

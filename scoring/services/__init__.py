@@ -37,6 +37,7 @@ from scoring.services.pairs import (
 )
 from scoring.services.runs import (
     audit_run_start,
+    heal_runs,
     leaderboard_refresh,
     pending_pairs,
     rescore_after_publish,
@@ -77,6 +78,7 @@ __all__ = [
     "chunk_threads_cap",
     "citation_text",
     "graders_for",
+    "heal_runs",
     "judge_backend",
     "judge_backend_config",
     "leaderboard_refresh",

@@ -419,3 +419,39 @@ def finished_pair(
         "run_id": run.pk,
     }
     return Finished(item.pk, state, call.pk, JudgeCall.Outcome.OK, detail, grade)
+
+
+def free_dead_leases(now: Any) -> dict[str, int]:
+    """Free the leases whose time has run out (their holder stopped renewing them: a killed
+    worker's) and mark the calls they covered lost; return {"leases": pair leases deleted,
+    "calls_lost": ledger rows marked lost, "items": run items unleased}.
+
+    A pair lease past its `lease_until` is deleted together with (one transaction) the
+    "started" ledger rows of its run for its pair, which become "lost" (paid, no grade:
+    LOST_DETAIL); pending run items past their lease are unleased, so the run page no longer
+    counts them as being graded. Called by the periodic heal_runs (scoring.services.runs).
+    A worker alive but past its lease still settles its call (outcome set by id).
+    """
+    dead = list(
+        PairLease.objects.filter(lease_until__lt=now).values_list(
+            "pk", "run_id", "judge_id", "response_id", "key_entry_id", "prompt_version"
+        )
+    )
+    lost = 0
+    with transaction.atomic():
+        deleted, _ = PairLease.objects.filter(
+            pk__in=[row[0] for row in dead], lease_until__lt=now
+        ).delete()
+        for _, run_id, judge_id, response_id, key_entry_id, version in dead:
+            lost += JudgeCall.objects.filter(
+                run_id=run_id,
+                judge_id=judge_id,
+                response_id=response_id,
+                key_entry_id=key_entry_id,
+                prompt_version=version,
+                outcome=JudgeCall.Outcome.STARTED,
+            ).update(outcome=JudgeCall.Outcome.LOST, detail=LOST_DETAIL)
+        items = RunItem.objects.filter(state=RunItem.State.PENDING, lease_until__lt=now).update(
+            lease_until=None
+        )
+    return {"leases": deleted, "calls_lost": lost, "items": items}
