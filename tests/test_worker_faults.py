@@ -332,3 +332,41 @@ def test_a_killed_workers_run_finishes_by_itself_once_a_worker_is_back(
         f"{took:.1f} s after the worker was back; ledger {ledger}; judge answered "
         f"{fake_openai_judge.calls} calls; run notes: {run.error!r}"
     )
+
+
+def test_redis_restarted_mid_run_the_run_finishes_with_no_operator_action(
+    private_redis, private_worker_factory, fake_openai_judge, tmp_path
+):
+    """Issue 19 item 2: the Redis restart of the first test (no persistence: every queued
+    and unacknowledged message lost), now with Celery beat running: heal_runs sees the run
+    stalled and sends it again; no `rescore --resume`. (The worker is started again only if
+    kombu's reconnect race ended it, as its supervisor would.)"""
+    import os
+    import signal
+
+    env = {**ENV, "SNAGLIST_WORKER_HEARTBEAT_SECONDS": "0.5", "SNAGLIST_HEAL_SECONDS": "1"}
+    run = _slow_run(fake_openai_judge, "faults-redis-heal", delay=0.4)
+    worker = private_worker_factory(**env)
+    beat = _start_beat(worker, tmp_path)
+    try:
+        worker.send("scoring.run_start", run.pk)
+        worker.wait_for_run(run.pk, until=lambda r: r.done >= 8, timeout=30)
+        private_redis.stop()
+        at_stop = ScoringRun.objects.get(pk=run.pk).done
+        time.sleep(2)
+        private_redis.start()
+        back = time.monotonic()
+        restarted = _reconnect_or_restart(worker)
+        run = worker.wait_for_run(run.pk, timeout=120)
+        took = time.monotonic() - back
+    finally:
+        os.killpg(beat.pid, signal.SIGTERM)
+        beat.wait(timeout=15)
+    ledger = _assert_exactly_once(run, fake_openai_judge)
+    assert took < 120
+    print(
+        f"\nRedis (no persistence) killed at {at_stop}/{PAIRS}, down 2 s; with beat and no "
+        f"operator action the run completed {took:.1f} s after Redis was back; worker "
+        f"{'restarted after the kombu race' if restarted else 'reconnected by itself'}; "
+        f"ledger {ledger}; run notes: {run.error!r}"
+    )
