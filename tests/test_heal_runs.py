@@ -78,6 +78,7 @@ def test_dead_leases_are_freed_and_their_calls_marked_lost(run, sent):
     ScoringRun.objects.filter(pk=run.pk).update(reported_at=timezone.now())
 
     done = services.heal_runs()
+    done.pop("slots")  # judge limiter slots: the last test
 
     assert done == {"leases": 1, "calls_lost": 1, "items": 1, "resent": []}
     assert list(PairLease.objects.values_list("item_id", flat=True)) == [live.pk]
@@ -122,3 +123,40 @@ def test_a_run_that_moves_is_left_alone(run, sent, settings):
     ScoringRun.objects.filter(pk=run.pk).update(reported_at=timezone.now() - timedelta(seconds=29))
     assert services.heal_runs()["resent"] == []
     assert sent == []
+
+
+def test_a_dead_processes_limiter_slots_are_freed_and_live_ones_kept(run, sent):
+    """A killed worker's judge slot (Redis limiter) stayed taken for its 300 s expiry: with
+    concurrency 1 the next worker waited 5 minutes. heal_runs frees the slots of processes
+    that hold no live pair lease (a live worker renews its leases while its calls are out)."""
+    import uuid
+
+    from scoring.judges.limits import RedisLimiter, process_holder
+
+    client = services.backends.redis_client()
+    assert client is not None, "this test needs REDIS_URL"
+    limiter = RedisLimiter(client, f"heal-{uuid.uuid4().hex}", max_concurrency=2)
+    try:
+        mine, _ = limiter.try_acquire_lease()
+        assert mine.startswith(process_holder() + "/")
+        seconds, micros = client.time()
+        expiry = seconds * 1000 + micros // 1000 + 300_000
+        client.zadd(limiter.lease_key, {"deadhost:4242/0123abcd": expiry})
+        assert limiter.try_acquire_lease()[0] is None  # both slots taken
+        item = run.items.order_by("pk").first()
+        ledger.claim_pairs(run.pk, [(item, item.judge)])  # this process is at work
+        ScoringRun.objects.filter(pk=run.pk).update(reported_at=timezone.now())
+
+        # (other tests' dead workers may have left slots under other judges' keys: >= 1)
+        assert services.heal_runs()["slots"] >= 1
+        assert [m.decode() for m in client.zrange(limiter.lease_key, 0, -1)] == [mine]
+        second, wait = limiter.try_acquire_lease()
+        assert second is not None and wait == 0
+        limiter.release_lease(second)
+
+        # once this process holds no live lease either, its slot is a dead one too
+        ledger.release_item(item)
+        assert services.heal_runs()["slots"] >= 1
+        assert client.zcard(limiter.lease_key) == 0
+    finally:
+        client.delete(*limiter.keys())

@@ -455,3 +455,13 @@ def free_dead_leases(now: Any) -> dict[str, int]:
             lease_until=None
         )
     return {"leases": deleted, "calls_lost": lost, "items": items}
+
+
+def live_holders(now: Any) -> set[str]:
+    """Return the processes ("host:pid") that hold a live lease on a pending pair now: the
+    workers still at work (their heartbeat renews their leases). Two queries."""
+    items = RunItem.objects.filter(state=RunItem.State.PENDING, lease_until__gte=now)
+    pairs = PairLease.objects.filter(lease_until__gte=now)
+    return set(items.values_list("holder", flat=True).distinct()) | set(
+        pairs.values_list("holder", flat=True).distinct()
+    )

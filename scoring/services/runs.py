@@ -28,8 +28,10 @@ from django.utils import timezone
 
 from questions.errors import DomainError, InvalidTransitionError
 from questions.models import KeyEdition
+from scoring.judges.limits import free_dead_slots
 from scoring.models import Judge, RescoreRequest, RunItem, ScoringRun
-from scoring.services.ledger import free_dead_leases
+from scoring.services.backends import redis_client
+from scoring.services.ledger import free_dead_leases, live_holders
 from scoring.services.pairs import (
     active_graders,
     audit_needed_pairs,
@@ -332,16 +334,20 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
     persistence), finishes once a worker is back, with no operator action:
     - ledger.free_dead_leases: pair leases past their time are deleted and the calls they
       covered marked lost, so the next claim of those pairs does not wait;
+    - judge limiter slots (Redis) held by processes that hold no live pair lease any more
+      (dead: a live worker renews its leases while its calls are out) are freed
+      (scoring.judges.limits.free_dead_slots), instead of waiting out their 300 s expiry;
     - every active run stalled (no worker report for tunables.stall_seconds(), the run
       page's "stalled"; scoring.runs_selectors.run_stall) and not already sent again since
       the last report is sent again (`scoring.run_start`, after commit: its pending pairs go
       out in fresh chunks; duplicates of chunks still queued claim nothing twice). Its
       `resent_at` is stamped, so a run no worker picks up is sent once, not every period.
-    Returns {"leases": n, "calls_lost": n, "items": n, "resent": [run ids]}. Each send is
+    Returns {"leases": n, "calls_lost": n, "items": n, "slots": n, "resent": [run ids]}. Each send is
     logged to the run's notes.
     """
     now = now or timezone.now()
     done: dict[str, Any] = free_dead_leases(now)
+    done["slots"] = _free_dead_slots(now)
     last_report = Coalesce("reported_at", "created_at")
     stalled = (
         ScoringRun.objects.filter(status__in=ACTIVE_STATUSES)
@@ -363,6 +369,15 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
             )
             scoring_run_enqueue(run=run)
         done["resent"].append(run.pk)
-    if done["resent"] or done["leases"]:
+    if done["resent"] or done["leases"] or done["slots"]:
         logger.warning("heal_runs: %s", done)
     return done
+
+
+def _free_dead_slots(now: Any) -> int:
+    """Free the judge limiter slots of processes without a live pair lease (no Redis: 0)."""
+    client = redis_client()
+    if client is None:
+        return 0
+    alive = live_holders(now)
+    return free_dead_slots(client, lambda holder: holder in alive)

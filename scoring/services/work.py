@@ -119,11 +119,11 @@ def is_database_error(exc: BaseException) -> bool:
 
 def lease_holder() -> str:
     """Return this worker process's name for the leases it holds: "host:pid" (computed at
-    each call, so a forked pool process names itself)."""
-    import os
-    import socket
+    each call, so a forked pool process names itself); the same name prefixes its judge
+    limiter slots (scoring.judges.limits.process_holder, the one definition)."""
+    from scoring.judges.limits import process_holder
 
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return process_holder()
 
 
 def append_note(text: str, note: str) -> str:
