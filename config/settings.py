@@ -190,9 +190,15 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     )
 }
 # Periodic work (run `celery -A config beat`, or a worker with -B): a publish whose re-scoring
-# task never reached the broker is started here once the broker is back.
+# task never reached the broker is started here once the broker is back; runs whose worker
+# died or whose tasks were lost are sent again (scoring.services.runs.heal_runs).
 CELERY_BEAT_SCHEDULE = {
     "sweep-rescore-requests": {"task": "scoring.sweep_rescore_requests", "schedule": 60.0},
+    # Runs that heal themselves (issue 19): free dead pair leases, send stalled runs again.
+    "heal-runs": {
+        "task": "scoring.heal_runs",
+        "schedule": number("SNAGLIST_HEAL_SECONDS", float, 30.0, above=0),
+    },
 }
 
 if REDIS_URL:
@@ -275,8 +281,16 @@ SNAGLIST_IMPORT_ERROR_CAP = number("SNAGLIST_IMPORT_ERROR_CAP", int, 200, minimu
 # 1.23-1.27x. 500 calls at 16 in flight and 5 s a call take ~160 s, well inside the task's
 # time limit.
 SNAGLIST_RESCORE_CHUNK = number("SNAGLIST_RESCORE_CHUNK", int, 500, minimum=1)
-# Seconds a claimed pair stays reserved for its worker (longer than a call with its retries).
-SNAGLIST_PAIR_LEASE_SECONDS = number("SNAGLIST_PAIR_LEASE_SECONDS", float, 900.0, above=0)
+# Seconds a claimed pair stays reserved for its worker. The worker's heartbeat renews it
+# every SNAGLIST_WORKER_HEARTBEAT_SECONDS while its task runs, so 6 heartbeats are enough
+# however long a judge call takes; a killed worker's pairs are free again 60 s after its
+# last beat (with 900 s, the earlier default, a kill held 36 pairs for 15 minutes).
+SNAGLIST_PAIR_LEASE_SECONDS = number("SNAGLIST_PAIR_LEASE_SECONDS", float, 60.0, above=0)
+# Seconds between a worker's reports on a run while a task of it runs (its heartbeat); the
+# run page calls a run stalled when no worker has reported on it for 3 heartbeats.
+SNAGLIST_WORKER_HEARTBEAT_SECONDS = number(
+    "SNAGLIST_WORKER_HEARTBEAT_SECONDS", float, 10.0, above=0
+)
 # Threads one worker process may add to grade chunks (0: each chunk on its task's thread).
 SNAGLIST_JUDGE_THREADS = number("SNAGLIST_JUDGE_THREADS", int, 64, minimum=0)
 # Times a chunk is sent again for pairs whose judge is unavailable (0: never).

@@ -95,6 +95,18 @@ class ScoringRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    reported_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last time a worker reported on this run: a task of it began, or its "
+        "heartbeat while one runs (SNAGLIST_WORKER_HEARTBEAT_SECONDS).",
+    )
+    resent_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last time the periodic heal_runs task sent the stalled run to the workers "
+        "again; it is not sent again until a worker has reported on it since.",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -304,6 +316,12 @@ class RunItem(models.Model):
     key_entry = models.ForeignKey(KeyEntry, on_delete=models.PROTECT, related_name="+")
     state = models.CharField(max_length=20, choices=State.choices, default=State.PENDING)
     lease_until = models.DateTimeField(null=True, blank=True)
+    holder = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The worker process that last claimed the item (host:pid); its heartbeat "
+        "renews the lease while the process lives.",
+    )
     attempts = models.PositiveSmallIntegerField(default=0)
     detail = models.TextField(blank=True)
 
@@ -329,3 +347,48 @@ class RunItem(models.Model):
     def pair(self) -> list[int | None]:
         """Return the JSON-able pair [response id or None, judge id, key entry id]."""
         return [self.response_id, self.judge_id, self.key_entry_id]
+
+
+class PairLease(models.Model):
+    """A pair in flight: held by one run's item until its call settles (issue 19, exactly once
+    across runs).
+
+    A pair here is (response, judge, key entry, prompt version), or (auditor, key entry,
+    prompt version) for an audit. A unique constraint on the pair means at most one run's
+    item holds it at a time; a run whose claim finds the pair held by another run's live
+    lease waits for it and reuses the grade when it lands (scoring.services.ledger). The
+    row is written when a claim takes the pair, deleted when the pair settles or is
+    released; a row whose `lease_until` has passed belongs to a dead worker and may be taken
+    over (`previous_run` then names the run it was taken from, and that call counts as lost).
+    """
+
+    response = models.ForeignKey(
+        Response, null=True, blank=True, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+", db_index=False)
+    key_entry = models.ForeignKey(KeyEntry, on_delete=models.CASCADE, related_name="+")
+    prompt_version = models.CharField(max_length=50)
+    run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="pair_leases")
+    item = models.ForeignKey(RunItem, on_delete=models.CASCADE, related_name="+")
+    lease_until = models.DateTimeField()
+    holder = models.CharField(max_length=200, blank=True, help_text="host:pid of the holder.")
+    previous_run = models.ForeignKey(
+        ScoringRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["response", "judge", "key_entry", "prompt_version"],
+                condition=Q(response__isnull=False),
+                name="pairlease_unique_grade_pair",
+            ),
+            models.UniqueConstraint(
+                fields=["judge", "key_entry", "prompt_version"],
+                condition=Q(response__isnull=True),
+                name="pairlease_unique_audit_pair",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"pair lease of run {self.run_id} item {self.item_id} until {self.lease_until}"

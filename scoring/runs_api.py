@@ -26,6 +26,8 @@ class LedgerSerializer(serializers.Serializer):
     in_flight_at_kill = serializers.IntegerField()
     in_flight = serializers.IntegerField()
     paid_twice = serializers.IntegerField()
+    edition_paid_twice = serializers.IntegerField()
+    repeated = serializers.IntegerField()
 
 
 class RunSerializer(serializers.ModelSerializer):

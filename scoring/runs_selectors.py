@@ -5,12 +5,15 @@ Selectors only: no writes. The run lifecycle that writes them is scoring.service
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.utils import timezone
 
 from questions.models import KeyEdition
 from scoring.models import JudgeCall, ScoringRun
+from scoring.services.tunables import stall_seconds
 
 
 def latest_run(edition: KeyEdition, *, kind: str = ScoringRun.Kind.GRADE) -> ScoringRun | None:
@@ -21,24 +24,40 @@ def latest_run(edition: KeyEdition, *, kind: str = ScoringRun.Kind.GRADE) -> Sco
     )
 
 
-def ledger_summary(run: ScoringRun) -> dict[str, int]:
-    """Return the run's judge-call ledger: calls sent, answered, retried, failed, lost, started.
+def _paid_again(calls: QuerySet) -> int:
+    """Count the answered calls among `calls` whose pair (response, judge, key entry, prompt
+    version; an audit's has no response) had been answered before by an earlier call of ANY
+    run: the judge was paid twice for one grade or verdict. Two queries (grade calls, audit
+    calls), each a correlated EXISTS on the ledger's call_pair_idx."""
+    answered = calls.filter(outcome=JudgeCall.Outcome.OK)
+    same = {n: OuterRef(n) for n in ("judge_id", "key_entry_id", "prompt_version")}
+    earlier = JudgeCall.objects.filter(outcome=JudgeCall.Outcome.OK, id__lt=OuterRef("id"), **same)
+    grades = answered.filter(response_id__isnull=False).filter(
+        Exists(earlier.filter(response_id=OuterRef("response_id")))
+    )
+    audits = answered.filter(response_id__isnull=True).filter(
+        Exists(earlier.filter(response_id__isnull=True))
+    )
+    return grades.count() + audits.count()
 
-    `lost` are calls in flight when a worker was killed: paid for, no grade kept, called
-    again; every other pair is paid at most once (`paid_twice` counts exceptions).
+
+def ledger_summary(run: ScoringRun) -> dict[str, int]:
+    """Return the run's judge-call ledger: calls sent, answered, retried, failed, lost,
+    started, and paid twice (by this run, and by its edition's runs).
+
+    `in_flight_at_kill` (outcome "lost") are calls in flight when a worker was killed: paid
+    for, no grade kept, called again. `paid_twice` counts this run's answered calls whose
+    pair had already been answered by an earlier call of any run (issue 19: counted across
+    runs, so a second run on the same edition that bought a pair again shows it here);
+    `edition_paid_twice` is the same count over every run of the run's edition
+    (edition_paid_twice). `repeated` counts this run's calls for pairs whose earlier call
+    (of any run) was lost at a kill: each pair is asked again once per loss.
     """
     counts = dict(
         JudgeCall.objects.filter(run=run)
         .values_list("outcome")
         .annotate(n=Count("id"))
         .values_list("outcome", "n")
-    )
-    paid_twice = (
-        JudgeCall.objects.filter(run=run, outcome=JudgeCall.Outcome.OK)
-        .values("judge_id", "response_id", "key_entry_id", "prompt_version")
-        .annotate(n=Count("id"))
-        .filter(n__gt=1)
-        .count()
     )
     return {
         "calls": sum(counts.values()),
@@ -47,8 +66,60 @@ def ledger_summary(run: ScoringRun) -> dict[str, int]:
         "failed": counts.get(JudgeCall.Outcome.FAILED, 0),
         "in_flight_at_kill": counts.get(JudgeCall.Outcome.LOST, 0),
         "in_flight": counts.get(JudgeCall.Outcome.STARTED, 0),
-        "paid_twice": paid_twice,
+        "paid_twice": _paid_again(JudgeCall.objects.filter(run=run)),
+        "edition_paid_twice": edition_paid_twice(run.edition),
+        "repeated": _repeated_after_loss(run),
     }
+
+
+def _repeated_after_loss(run: ScoringRun) -> int:
+    """Count this run's calls for a pair that had lost an earlier call (of any run) in
+    flight at a kill: the calls asked again because a worker died. One query."""
+    same = {n: OuterRef(n) for n in ("judge_id", "key_entry_id", "prompt_version")}
+    lost = JudgeCall.objects.filter(outcome=JudgeCall.Outcome.LOST, id__lt=OuterRef("id"), **same)
+    calls = JudgeCall.objects.filter(run=run)
+    grades = calls.filter(response_id__isnull=False).filter(
+        Exists(lost.filter(response_id=OuterRef("response_id")))
+    )
+    audits = calls.filter(response_id__isnull=True).filter(
+        Exists(lost.filter(response_id__isnull=True))
+    )
+    return grades.count() + audits.count()
+
+
+def run_stall(run: ScoringRun, *, now: datetime | None = None) -> dict[str, Any] | None:
+    """Return why an active run does not move, or None when a worker reported on it lately.
+
+    A worker reports on a run when a task of it begins and every
+    SNAGLIST_WORKER_HEARTBEAT_SECONDS while one runs (scoring.services.heartbeat). With no
+    report for tunables.stall_seconds() (3 heartbeats) the run is stalled: returns
+    {"since": the last report (or the run's creation when none came), "elsewhere": True
+    when a worker reported on another active run within that time (the workers are alive
+    but busy elsewhere, or this run's tasks were lost)}. Finished runs: None.
+    """
+    if run.status not in (ScoringRun.Status.PENDING, ScoringRun.Status.RUNNING):
+        return None
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=stall_seconds())
+    since = run.reported_at or run.created_at
+    if since >= cutoff:
+        return None
+    elsewhere = (
+        ScoringRun.objects.filter(
+            status__in=(ScoringRun.Status.PENDING, ScoringRun.Status.RUNNING),
+            reported_at__gte=cutoff,
+        )
+        .exclude(pk=run.pk)
+        .exists()
+    )
+    return {"since": since, "elsewhere": elsewhere}
+
+
+def edition_paid_twice(edition: KeyEdition) -> int:
+    """Return how many answered calls of the edition's runs (every kind) bought a pair that
+    an earlier call of any run had already answered: the sum of `paid_twice` over the
+    edition's runs (ledger_summary)."""
+    return _paid_again(JudgeCall.objects.filter(run__edition=edition))
 
 
 def run_summary(run: ScoringRun) -> dict[str, Any]:

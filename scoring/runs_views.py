@@ -52,7 +52,9 @@ def timing(run: ScoringRun) -> dict:
 def _decorate(run: ScoringRun) -> ScoringRun:
     run.is_active = run.status in services.ACTIVE_STATUSES
     run.percent = round(100 * run.progress, 1)
-    run.timing = timing(run)
+    run.stall = runs_selectors.run_stall(run) if run.is_active else None
+    # no rate or time left while nothing moves: an ETA would be made up
+    run.timing = timing(run) if run.stall is None else {"rate": None, "eta": None}
     return run
 
 

@@ -12,17 +12,21 @@
   publish wrote a RescoreRequest; this creates the run). `scoring.sweep_rescore_requests`
   (Celery beat, every minute) sends it again for requests still waiting, e.g. because the
   broker was down when the edition was published.
+- `scoring.heal_runs()` (Celery beat, every 30 s): frees dead pair leases and sends stalled
+  runs (no worker report for 3 heartbeats) to the workers again.
 
 Every task is acks_late (settings), idempotent, and bounded by time limits below the
 broker's visibility timeout. Retries: transient database errors (autoretry, backoff),
 pairs whose judge stayed unavailable (backoff, capped, then failed), pairs leased by
-another worker (after the lease).
+another worker or another run (every BUSY_RECHECK_SECONDS, until the holder settles them -
+their grades are then reused - or its lease runs out).
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import time
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -31,7 +35,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from scoring import services
-from scoring.models import RunItem, ScoringRun
+from scoring.models import PairLease, RunItem, ScoringRun
+from scoring.services.heartbeat import report_run
 from scoring.services.tunables import max_chunk_retries, retry_base_seconds
 
 logger = logging.getLogger(__name__)
@@ -39,6 +44,8 @@ logger = logging.getLogger(__name__)
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
 CHUNK_SOFT_LIMIT = 1500
 CHUNK_HARD_LIMIT = 1560
+# A chunk whose pairs are in flight elsewhere (another run) looks again this often.
+BUSY_RECHECK_SECONDS = 2.0
 
 
 @shared_task(
@@ -62,6 +69,7 @@ def run_start(self, run_id: int) -> None:
     if not services.scoring_run_begin(run=run):
         logger.info("scoring.run_start: run %s is %s, nothing to do", run_id, run.status)
         return
+    report_run(run_id)  # a worker has the run
     pairs = services.pending_pairs(run=run)
     for start, end in chunk_bounds(len(pairs), services.chunk_size()):
         grade_chunk.delay(run_id, pairs[start:end])
@@ -103,20 +111,29 @@ def chunk_bounds(n: int, size: int) -> list[tuple[int, int]]:
     soft_time_limit=CHUNK_SOFT_LIMIT,
     time_limit=CHUNK_HARD_LIMIT,
 )
-def grade_chunk(self, run_id: int, pairs: list[list[int | None]]) -> dict[str, int]:
-    """Settle a chunk of a run's pairs; return {state: count} for this delivery."""
+def grade_chunk(
+    self, run_id: int, pairs: list[list[int | None]], judge_retries: int | None = None
+) -> dict[str, int]:
+    """Settle a chunk of a run's pairs; return {state: count} for this delivery.
+
+    judge_retries: how often the chunk was sent again because a judge was unavailable
+    (None: the delivery's retry count, as sent by run_start). Pairs leased elsewhere (a
+    duplicate delivery, another run with the pair in flight) are sent again until their
+    holder settles or its lease runs out, without counting towards the judge's retry cap.
+    """
     run = ScoringRun.objects.select_related("benchmark", "edition").filter(pk=run_id).first()
     if run is None:
         logger.warning("scoring.grade_chunk: run %s does not exist", run_id)
         return {}
     if run.status not in services.ACTIVE_STATUSES:
         return {}
-    retries = self.request.retries or 0
+    retries = (self.request.retries or 0) if judge_retries is None else judge_retries
     if self.request.is_eager:
         return _settle_eagerly(run, pairs, retries)
     final = retries >= max_chunk_retries()
     try:
-        outcome = services.settle_chunk(run=run, pairs=pairs, final_attempt=final)
+        with services.RunHeartbeat(run_id):
+            outcome = services.settle_chunk(run=run, pairs=pairs, final_attempt=final)
     except SoftTimeLimitExceeded:
         # Settled pairs are skipped next time; the one interrupted keeps its lease and its
         # "started" ledger row, so it is counted as lost when it is claimed again.
@@ -125,34 +142,33 @@ def grade_chunk(self, run_id: int, pairs: list[list[int | None]]) -> dict[str, i
     services.scoring_run_finish(run=run)
     again = outcome.unavailable + outcome.busy
     if again and not outcome.stopped:
-        if final:
-            logger.warning(
-                "scoring.grade_chunk: run %s: %d pair(s) still leased after %d retries; "
-                "resume the run later",
-                run_id,
-                len(outcome.busy),
-                retries,
-            )
-        else:
-            raise self.retry(
-                args=(run_id, again),
-                countdown=_countdown(run_id, outcome, retries),
-                max_retries=None,
-            )
+        raise self.retry(
+            args=(run_id, again, retries + 1 if outcome.unavailable else retries),
+            countdown=_countdown(run_id, outcome, retries),
+            max_retries=None,
+        )
     return outcome.settled
 
 
 def _settle_eagerly(run: ScoringRun, pairs: list, retries: int) -> dict[str, int]:
-    """Eager mode (no broker, the zero set-up default): retry unavailable pairs at once.
+    """Eager mode (no broker, the zero set-up default): retry unavailable pairs in a loop.
 
-    Celery's eager retry raises instead of re-sending, and there is no countdown to wait
-    out, so the retry cap is applied here in a loop. Leased pairs are left pending.
+    Celery's eager retry raises instead of re-sending, and there is no countdown, so the
+    retry cap is applied here in a loop that sleeps judge_backoff(retries) (capped at
+    EAGER_BACKOFF_CAP_SECONDS) between rounds: a judge answering 529 is not asked again
+    back to back. Leased pairs are left pending.
     """
+    from django.db import connection
+
     settled: dict[str, int] = {}
     again = pairs
+    # The heartbeat renews this process's pair leases from a thread of its own: not inside
+    # the caller's transaction (the thread could not see its rows) nor on SQLite (one writer).
+    threaded = connection.vendor != "sqlite" and not connection.in_atomic_block
     while again:
         final = retries >= max_chunk_retries()
-        outcome = services.settle_chunk(run=run, pairs=again, final_attempt=final)
+        with services.RunHeartbeat(run.pk, threaded=threaded):
+            outcome = services.settle_chunk(run=run, pairs=again, final_attempt=final)
         for state, n in outcome.settled.items():
             settled[state] = settled.get(state, 0) + n
         if outcome.busy:
@@ -161,28 +177,57 @@ def _settle_eagerly(run: ScoringRun, pairs: list, retries: int) -> dict[str, int
                 run.pk,
                 len(outcome.busy),
             )
-        again, retries = outcome.unavailable, retries + 1
         if outcome.stopped:
             break
+        if outcome.unavailable:  # back off, as a worker's retry countdown would
+            eager_sleep(judge_backoff(retries, cap=EAGER_BACKOFF_CAP_SECONDS))
+        again, retries = outcome.unavailable, retries + 1
     services.scoring_run_finish(run=run)
     return settled
 
 
+# In eager mode the caller (a command, a web request) waits out the backoff itself.
+EAGER_BACKOFF_CAP_SECONDS = 60.0
+# The eager loop's sleep; a test replaces it to record the waits instead of sleeping.
+eager_sleep = time.sleep
+
+
+def judge_backoff(retries: int, cap: float = 600.0) -> float:
+    """Seconds to wait before a chunk's pairs go to an unavailable judge again, after
+    `retries` earlier retries: "equal jitter" exponential backoff, uniform in
+    [ceiling / 2, ceiling] with ceiling = min(cap, SNAGLIST_RESCORE_RETRY_BASE_SECONDS x
+    2**retries) (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015)."""
+    ceiling = min(cap, retry_base_seconds() * (2**retries))
+    return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
 def _countdown(run_id: int, outcome: services.ChunkOutcome, retries: int) -> float:
-    """Seconds before the chunk is sent again: the judge's backoff, or the longest lease held."""
+    """Seconds before the chunk is sent again: the judge's backoff when a judge was
+    unavailable; for pairs leased elsewhere, until the last of their leases (this run's or
+    another run's) runs out, but at most BUSY_RECHECK_SECONDS, since a live holder usually
+    settles well before its lease ends."""
     delays = [0.0]
     if outcome.unavailable:
-        ceiling = min(600.0, retry_base_seconds() * (2**retries))
-        delays.append(ceiling / 2 + random.uniform(0, ceiling / 2))
+        delays.append(judge_backoff(retries))
     if outcome.busy:
-        until = RunItem.objects.filter(
-            run_id=run_id,
-            key_entry_id__in={p[2] for p in outcome.busy},
-            judge_id__in={p[1] for p in outcome.busy},
-            state=RunItem.State.PENDING,
-        ).aggregate(last=Max("lease_until"))["last"]
+        pairs = {
+            "key_entry_id__in": {p[2] for p in outcome.busy},
+            "judge_id__in": {p[1] for p in outcome.busy},
+        }
+        mine = RunItem.objects.filter(run_id=run_id, state=RunItem.State.PENDING, **pairs)
+        until = max(
+            [
+                t
+                for t in (
+                    mine.aggregate(last=Max("lease_until"))["last"],
+                    PairLease.objects.filter(**pairs).aggregate(last=Max("lease_until"))["last"],
+                )
+                if t is not None
+            ],
+            default=None,
+        )
         wait = (until - timezone.now()).total_seconds() if until else 0.0
-        delays.append(max(0.5, wait + 0.5))
+        delays.append(min(BUSY_RECHECK_SECONDS, max(0.5, wait + 0.5)))
     return max(delays)
 
 
@@ -228,7 +273,11 @@ def rescore_requested(edition_id: int) -> int | None:
 SWEEP_MIN_AGE_SECONDS = 30
 
 
-@shared_task(name="scoring.sweep_rescore_requests", acks_late=True, time_limit=300)
+# Both limits are set: a time_limit below the global soft limit (CELERY_TASK_SOFT_TIME_LIMIT,
+# 3300 s) alone makes apply_async refuse the task, so beat could never send it.
+@shared_task(
+    name="scoring.sweep_rescore_requests", acks_late=True, soft_time_limit=240, time_limit=300
+)
 def sweep_rescore_requests() -> list[int]:
     """Send `rescore_requested` again for every request waiting longer than 30 s.
 
@@ -241,3 +290,10 @@ def sweep_rescore_requests() -> list[int]:
     for edition_id in edition_ids:
         send_rescore_request(edition_id)
     return edition_ids
+
+
+@shared_task(name="scoring.heal_runs", acks_late=True, soft_time_limit=240, time_limit=300)
+def heal_runs() -> dict:
+    """Free dead pair leases and send stalled runs to the workers again
+    (services.heal_runs). Run by Celery beat every SNAGLIST_HEAL_SECONDS (30 s)."""
+    return services.heal_runs()

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from scoring import runs_selectors, services
 from scoring.judges import AuditResult, GradeResult, JudgeUnavailable
-from scoring.models import AuditVerdict, Grade, JudgeCall, RunItem, ScoringRun
+from scoring.models import AuditVerdict, Grade, JudgeCall, PairLease, RunItem, ScoringRun
 from scoring.services import backends, ledger, vendor_sql
 from scoring.services.batching import BatchSettler
 from scoring.services.work import Finished, PairKey, WorkItem
@@ -229,22 +229,32 @@ def test_call_in_flight_at_a_kill_is_counted_lost_and_asked_once_more(data, fake
     assert len(fake_backend.calls) == 1
 
 
-def test_another_runs_call_in_flight_is_marked_lost_when_a_chunk_of_its_pairs_begins(
+def test_another_runs_call_in_flight_is_marked_lost_when_its_expired_pair_lease_is_taken(
     data, fake_backend
 ):
-    """A run killed with a call in flight and never resumed leaves that call "started". A
-    later run grading the same pair marks it lost once, when the chunk begins (not claim by
-    claim), and pays for the pair once more itself; each run's ledger says what it paid."""
+    """A run killed with a call in flight and never resumed leaves that call "started" and
+    its pair lease held until the lease runs out. A later run grading the same pair first
+    waits (the pair is busy), then takes the expired lease over, marks that call lost and
+    pays for the pair once more itself; each run's ledger says what it paid. (Changed in
+    issue 19: another run's call is no longer marked lost when a chunk merely begins, since
+    that run may still be alive with the pair in flight.)"""
     corrected = publish_correction(data)
     killed = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
     item = killed.items.order_by("pk").first()
-    stale = _started_call(killed, item)
     next_item = killed.items.exclude(response=item.response).order_by("pk").first()
+    claimed, _ = ledger.claim_pairs(killed.pk, [(item, item.judge), (next_item, next_item.judge)])
+    assert set(claimed) == {item.pk, next_item.pk}
+    stale = _started_call(killed, item)
     other = _started_call(killed, next_item)  # another pair of the killed run: not in the chunk
     ScoringRun.objects.filter(pk=killed.pk).update(status=ScoringRun.Status.FAILED)
 
     later = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
     pair = later.items.get(response=item.response, judge=item.judge, key_entry=item.key_entry)
+    outcome = services.settle_chunk(run=later, pairs=[pair.pair()])
+    assert outcome.busy == [pair.pair()] and fake_backend.calls == []
+    assert JudgeCall.objects.get(pk=stale.pk).outcome == JudgeCall.Outcome.STARTED
+
+    PairLease.objects.update(lease_until=timezone.now() - timedelta(seconds=1))
     services.settle_chunk(run=later, pairs=[pair.pair()])
 
     assert JudgeCall.objects.get(pk=stale.pk).outcome == JudgeCall.Outcome.LOST
@@ -257,6 +267,8 @@ def test_another_runs_call_in_flight_is_marked_lost_when_a_chunk_of_its_pairs_be
         0,
     )
     assert len(fake_backend.calls) == 1
+    # the settled pair's lease is gone; the other dead pair's is still there
+    assert list(PairLease.objects.values_list("item_id", flat=True)) == [next_item.pk]
 
 
 def test_only_pairs_claimed_before_look_for_their_unfinished_calls(data):
@@ -275,12 +287,22 @@ def test_only_pairs_claimed_before_look_for_their_unfinished_calls(data):
             PairKey(*item.pair()), item.judge, item.key_entry, item.response, item, True
         )
 
+    def statements(captured):  # savepoints: the test itself runs in a transaction
+        return [
+            q["sql"].split()[:3]
+            for q in captured.captured_queries
+            if q["sql"].split()[0] not in ("SAVEPOINT", "RELEASE")
+        ]
+
     outcome = services.ChunkOutcome()
     with CaptureQueriesContext(connection) as first:
         claimed = ledger.claim_group([entry(i) for i in items[:3]], outcome, threading.Lock())
     assert [w.item.pk for w in claimed] == [i.pk for i in items[:3]]
-    assert [q["sql"].split()[:2] for q in first.captured_queries] == [
-        ["UPDATE", '"scoring_runitem"']
+    # the run's items, their leases across runs (issue 19), the look for grades landed meanwhile
+    assert statements(first) == [
+        ["UPDATE", '"scoring_runitem"', "SET"],
+        ["INSERT", "INTO", '"scoring_pairlease"'],
+        ["SELECT", '"scoring_grade"."response_id"', "AS"],
     ]
 
     # items[3] was claimed by a worker that wrote its call's ledger row and was killed
@@ -291,9 +313,11 @@ def test_only_pairs_claimed_before_look_for_their_unfinished_calls(data):
     with CaptureQueriesContext(connection) as again:
         claimed = ledger.claim_group([entry(i) for i in items[3:5]], outcome, threading.Lock())
     assert [w.item.pk for w in claimed] == [items[3].pk, items[4].pk]
-    assert [q["sql"].split()[:2] for q in again.captured_queries] == [
-        ["UPDATE", '"scoring_runitem"'],
-        ["UPDATE", '"scoring_judgecall"'],
+    assert statements(again) == [
+        ["UPDATE", '"scoring_runitem"', "SET"],
+        ["INSERT", "INTO", '"scoring_pairlease"'],
+        ["SELECT", '"scoring_grade"."response_id"', "AS"],
+        ["UPDATE", '"scoring_judgecall"', "SET"],
     ]
     assert JudgeCall.objects.get(pk=in_flight.pk).outcome == JudgeCall.Outcome.LOST
     assert list(
@@ -402,12 +426,20 @@ def test_unavailable_judge_marks_pairs_failed_and_the_run_reports_it(
 def test_judge_answering_429_for_a_while_is_retried_and_the_run_completes(
     data, monkeypatch, settings, django_capture_on_commit_callbacks
 ):
+    from scoring import tasks
+
     settings.SNAGLIST_RESCORE_MAX_RETRIES = 5
+    settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS = 2.0
+    waits: list[float] = []
+    monkeypatch.setattr(tasks, "eager_sleep", waits.append)
     backend = CountingBackend(unavailable_for=3)
     monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
     corrected = publish_correction(data)
     run = _run(corrected, data.judges, django_capture_on_commit_callbacks)
     assert (run.status, run.graded, run.failed) == ("complete", 6, 0)
+    # in-process mode waited once, 1-2 s (base 2 s, equal jitter), before asking again
+    # (issue 19: it used to ask again at once)
+    assert len(waits) == 1 and 1.0 <= waits[0] <= 2.0
     ledger = runs_selectors.ledger_summary(run)
     assert ledger["retries"] == 3 and ledger["ok"] == 6 and ledger["paid_twice"] == 0
     assert Grade.objects.filter(run=run).count() == 6
@@ -791,3 +823,26 @@ def test_tables_updated_in_place_keep_room_for_hot_updates_and_no_redundant_inde
         ("scoring_runitem", "key_entry_id"),
         ("scoring_runitem", "response_id"),
     ]
+
+
+def test_in_process_retries_back_off_exponentially_up_to_a_cap(
+    data, monkeypatch, settings, django_capture_on_commit_callbacks
+):
+    """A judge that stays unavailable (529) in eager mode: one wait per retry round, each
+    in [ceiling / 2, ceiling] with ceiling = base x 2**retry, capped at 60 s; then the pairs
+    fail. Before issue 19 the rounds followed each other with no pause."""
+    from scoring import tasks
+
+    settings.SNAGLIST_RESCORE_MAX_RETRIES = 4
+    settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS = 10.0
+    waits: list[float] = []
+    monkeypatch.setattr(tasks, "eager_sleep", waits.append)
+    backend = CountingBackend(unavailable_for=10**6)
+    monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
+    run = _run(publish_correction(data), data.judges, django_capture_on_commit_callbacks)
+    assert (run.status, run.failed) == ("failed", 6)
+    ceilings = [10.0, 20.0, 40.0, 60.0]  # 80 capped at 60
+    assert len(waits) == len(ceilings)
+    for wait, ceiling in zip(waits, ceilings, strict=True):
+        assert ceiling / 2 <= wait <= ceiling, (wait, ceiling)
+    assert len(backend.calls) == 6 * 5  # first round + 4 retries, each pair each round

@@ -105,6 +105,7 @@ def test_unparsed_replies_are_counted_not_scored_zero(data, judge_server):
 
 def test_a_judge_that_stays_down_fails_its_pairs_after_the_retries(data, judge_server, settings):
     settings.SNAGLIST_RESCORE_MAX_RETRIES = 1
+    settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS = 0.01  # eager mode now backs off (issue 19)
     judge_server.default = status(500)
     run = services.scoring_run_create(edition=data.original, judges=data.judges[:1], enqueue=False)
     run_start.delay(run.pk)
@@ -186,6 +187,7 @@ def test_an_error_body_holding_a_nul_character_fails_its_pairs_cleanly(
     and the ledger) with U+FFFD in its place: the pairs fail after the retries, as for any
     judge that stays down, instead of the batch failing to write."""
     settings.SNAGLIST_RESCORE_MAX_RETRIES = 1
+    settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS = 0.01  # eager mode now backs off (issue 19)
     judge_server.default = status(500, message="upstream \x00 broke")
     run = services.scoring_run_create(edition=data.original, judges=data.judges[:1], enqueue=False)
     run_start.delay(run.pk)

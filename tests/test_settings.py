@@ -45,7 +45,7 @@ def test_unset_knobs_take_their_defaults():
     assert started.returncode == 0, started.stderr
     assert json.loads(started.stdout.strip().splitlines()[-1]) == {
         "SNAGLIST_RESCORE_CHUNK": 500,
-        "SNAGLIST_PAIR_LEASE_SECONDS": 900.0,
+        "SNAGLIST_PAIR_LEASE_SECONDS": 60.0,  # was 900 before issue 19 (heartbeat renewal)
         "SNAGLIST_JUDGE_THREADS": 64,
         "SNAGLIST_RESCORE_MAX_RETRIES": 8,
         "SNAGLIST_RESCORE_RETRY_BASE_SECONDS": 30.0,

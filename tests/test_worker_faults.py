@@ -213,3 +213,160 @@ def test_database_connections_dropped_mid_task_run_completes_exactly_once(
         f"{PAIRS} grades, one per pair; ledger {ledger}; judge answered "
         f"{fake_openai_judge.calls} calls"
     )
+
+
+def test_the_run_page_says_stalled_while_no_worker_is_alive(
+    private_redis, private_worker_factory, fake_openai_judge, client, settings
+):
+    """Issue 19 item 3: a SIGKILLed worker's run page says "stalled - no worker has reported
+    on this run since HH:MM" instead of an ETA (and no "being graded right now"), and stops
+    saying so once a worker reports on the run again."""
+    from django.contrib.auth.models import Group, User
+    from django.urls import reverse
+    from django.utils import timezone
+
+    settings.SNAGLIST_WORKER_HEARTBEAT_SECONDS = 0.5  # stalled after 1.5 s without a report
+    run = _slow_run(fake_openai_judge, "faults-heartbeat", delay=0.4)
+    worker = private_worker_factory(**ENV, SNAGLIST_WORKER_HEARTBEAT_SECONDS="0.5")
+    admin = User.objects.create_user("admin1", password="x-very-long-pass-1")
+    admin.groups.add(Group.objects.get(name="admin"))
+    client.force_login(admin)
+    url = reverse("scoring:run-detail", kwargs={"pk": run.pk})
+
+    worker.send("scoring.run_start", run.pk)
+    worker.wait_for_run(run.pk, until=lambda r: r.done >= 6, timeout=30)
+    alive = client.get(url).content.decode()
+    assert "no worker has reported" not in alive, alive
+    worker.kill()
+    killed_at = ScoringRun.objects.get(pk=run.pk)
+    time.sleep(2.0)  # more than 3 heartbeats
+    page = client.get(url).content.decode()
+    last = timezone.localtime(ScoringRun.objects.get(pk=run.pk).reported_at).strftime("%H:%M")
+    assert f"no worker has reported on this run since {last}." in page, page
+    assert "s left" not in page and "being graded by a worker right now" not in page
+    assert ScoringRun.objects.get(pk=run.pk).done < PAIRS
+
+    worker.start()
+    _resume_with_the_cli(run)
+    assert "no worker has reported" not in client.get(url).content.decode()
+    print(
+        f"\nworker SIGKILLed at {killed_at.done}/{PAIRS}; 2 s later the page said: stalled, "
+        f"no worker has reported on this run since {last}; resumed after a new worker started"
+    )
+
+
+def _start_beat(worker, workdir):
+    """Start `celery -A config beat` with the worker's environment (its broker, its queue),
+    as docker-compose's `beat` service runs it."""
+    import subprocess
+
+    from tests.worker_fixtures import CELERY_BIN, PROJECT_ROOT
+
+    log = (workdir / "beat.log").open("wb")
+    return subprocess.Popen(
+        [
+            str(CELERY_BIN),
+            "-A",
+            "config",
+            "beat",
+            "-s",
+            str(workdir / "beat-schedule"),
+            "--pidfile=",
+            "-l",
+            "warning",
+        ],
+        cwd=PROJECT_ROOT,
+        env=worker.env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def test_a_killed_workers_run_finishes_by_itself_once_a_worker_is_back(
+    private_redis, private_worker_factory, fake_openai_judge, tmp_path
+):
+    """Issue 19 item 2: SIGKILL the worker twice mid-run; with Celery beat running (heal_runs
+    every second here, every 30 s by default) and a new worker started, the run completes
+    with no `rescore --resume`: every pair graded once, each pair lost at a kill asked again
+    once, the lost calls counted."""
+    import os
+    import signal
+
+    env = {
+        **ENV,
+        "SNAGLIST_WORKER_HEARTBEAT_SECONDS": "0.5",
+        "SNAGLIST_HEAL_SECONDS": "1",
+    }
+    run = _slow_run(fake_openai_judge, "faults-heal", delay=0.4)
+    worker = private_worker_factory(**env)
+    beat = _start_beat(worker, tmp_path)
+    try:
+        worker.send("scoring.run_start", run.pk)
+        kills = []
+        for threshold in (6, 18):
+            worker.wait_for_run(run.pk, until=lambda r, t=threshold: r.done >= t, timeout=60)
+            worker.kill()
+            kills.append(ScoringRun.objects.get(pk=run.pk).done)
+            time.sleep(2.5)  # no worker: the run stalls (1.5 s), leases run out (2 s)
+            assert ScoringRun.objects.get(pk=run.pk).status == "running"
+            back = time.monotonic()
+            worker.start()
+        run = worker.wait_for_run(run.pk, timeout=120)
+        took = time.monotonic() - back
+    finally:
+        os.killpg(beat.pid, signal.SIGTERM)
+        beat.wait(timeout=15)
+    ledger = _assert_exactly_once(run, fake_openai_judge)
+    per_pair = (
+        JudgeCall.objects.filter(run=run)
+        .values("response_id", "judge_id", "key_entry_id")
+        .annotate(n=Count("id"))
+    )
+    assert max(p["n"] for p in per_pair) <= 1 + 2  # at most once more per kill
+    assert ledger["repeated"] == ledger["in_flight_at_kill"]
+    assert took < 120
+    print(
+        f"\nworker SIGKILLed at {kills} of {PAIRS} pairs, a new worker started 2.5 s after "
+        f"each; with beat (heal_runs every 1 s) and no operator action the run completed "
+        f"{took:.1f} s after the worker was back; ledger {ledger}; judge answered "
+        f"{fake_openai_judge.calls} calls; run notes: {run.error!r}"
+    )
+
+
+def test_redis_restarted_mid_run_the_run_finishes_with_no_operator_action(
+    private_redis, private_worker_factory, fake_openai_judge, tmp_path
+):
+    """Issue 19 item 2: the Redis restart of the first test (no persistence: every queued
+    and unacknowledged message lost), now with Celery beat running: heal_runs sees the run
+    stalled and sends it again; no `rescore --resume`. (The worker is started again only if
+    kombu's reconnect race ended it, as its supervisor would.)"""
+    import os
+    import signal
+
+    env = {**ENV, "SNAGLIST_WORKER_HEARTBEAT_SECONDS": "0.5", "SNAGLIST_HEAL_SECONDS": "1"}
+    run = _slow_run(fake_openai_judge, "faults-redis-heal", delay=0.4)
+    worker = private_worker_factory(**env)
+    beat = _start_beat(worker, tmp_path)
+    try:
+        worker.send("scoring.run_start", run.pk)
+        worker.wait_for_run(run.pk, until=lambda r: r.done >= 8, timeout=30)
+        private_redis.stop()
+        at_stop = ScoringRun.objects.get(pk=run.pk).done
+        time.sleep(2)
+        private_redis.start()
+        back = time.monotonic()
+        restarted = _reconnect_or_restart(worker)
+        run = worker.wait_for_run(run.pk, timeout=120)
+        took = time.monotonic() - back
+    finally:
+        os.killpg(beat.pid, signal.SIGTERM)
+        beat.wait(timeout=15)
+    ledger = _assert_exactly_once(run, fake_openai_judge)
+    assert took < 120
+    print(
+        f"\nRedis (no persistence) killed at {at_stop}/{PAIRS}, down 2 s; with beat and no "
+        f"operator action the run completed {took:.1f} s after Redis was back; worker "
+        f"{'restarted after the kombu race' if restarted else 'reconnected by itself'}; "
+        f"ledger {ledger}; run notes: {run.error!r}"
+    )

@@ -13,6 +13,7 @@ each module imports only modules below it:
     backends        judge backends per Judge row (cached per process), their inputs
     vendor_sql      the hand-written SQL of the hot path, per database vendor
     work            WorkItem, PairKey, ChunkOutcome, Finished, PairBusy, PairUnavailable
+    heartbeat       RunHeartbeat: a worker's reports on a run while a task of it runs
     tunables        chunk size, lease, thread cap (settings), batch sizes, poll intervals
 
 Exactly-once, in the database: see scoring.services.ledger. The reads of runs (ledger and
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from scoring.services.backends import citation_text, judge_backend, judge_backend_config
 from scoring.services.chunks import settle_chunk
+from scoring.services.heartbeat import RunHeartbeat
 from scoring.services.ledger import LOST_DETAIL
 from scoring.services.pairs import (
     active_graders,
@@ -34,6 +36,7 @@ from scoring.services.pairs import (
     rescore_needed_pairs,
 )
 from scoring.services.runs import (
+    heal_runs,
     leaderboard_refresh,
     pending_pairs,
     rescore_after_publish,
@@ -66,12 +69,14 @@ __all__ = [
     "Pair",
     "PairBusy",
     "PairUnavailable",
+    "RunHeartbeat",
     "active_graders",
     "audit_needed_pairs",
     "chunk_size",
     "chunk_threads_cap",
     "citation_text",
     "graders_for",
+    "heal_runs",
     "judge_backend",
     "judge_backend_config",
     "leaderboard_refresh",

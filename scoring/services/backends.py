@@ -17,7 +17,9 @@ from scoring.services.work import WorkItem
 _REDIS_CLIENT: Any = None
 
 
-def _redis_client() -> Any | None:
+def redis_client() -> Any | None:
+    """Return the process's Redis client for REDIS_URL (made once), or None without Redis:
+    the judges' limiters keep their slots there."""
     global _REDIS_CLIENT
     url = getattr(settings, "REDIS_URL", "")
     if not url:
@@ -82,7 +84,7 @@ def judge_backend(judge: Judge) -> Any:
     if backend is not None:
         return backend
     config = JudgeConfig.from_dict(raw)
-    limiter = limiter_for(config, _redis_client(), judge_key)
+    limiter = limiter_for(config, redis_client(), judge_key)
     backend = get_backend(config, limiter=limiter)
     with _BACKENDS_LOCK:
         if len(_BACKENDS) >= _BACKENDS_MAX:

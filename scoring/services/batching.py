@@ -1,7 +1,8 @@
 """Settling a grade run's finished pairs in batches: one transaction per batch.
 
 A batch's grades (one INSERT that skips pairs graded meanwhile), its run items and ledger
-rows (one UPDATE per distinct state) and the run counters (one UPDATE) commit together.
+rows (one UPDATE per distinct state), the run counters (one UPDATE) and the deletion of its
+pairs' cross-run leases (one DELETE) commit together.
 Above the ledger, below the transports that feed it.
 """
 
@@ -124,6 +125,10 @@ class BatchSettler:
                     cursor.execute(
                         sql["calls"] % ", ".join(["%s"] * len(ids)), [call_outcome, detail, *ids]
                     )
+                # the pairs' cross-run leases go with the settle (released pairs too)
+                cursor.execute(
+                    sql["leases"] % ", ".join(["%s"] * len(batch)), [d.item_id for d in batch]
+                )
                 if bump:
                     qn = connection.ops.quote_name
                     cursor.execute(

@@ -1,10 +1,9 @@
 """Settling a chunk of a run's pairs: the one entry point of the grade_chunk task.
 
 `settle_chunk` reads the chunk's rows once and sends its pairs down ONE path per kind:
-- grade pairs: pairs already graded are settled as reused, other runs' unfinished calls of
-  the rest marked lost, and the rest graded by a transport, the judge event loop
-  (aio_transport) when every backend supports it, threads otherwise; both claim through
-  the ledger and settle through the batch settler;
+- grade pairs: pairs already graded are settled as reused, and the rest graded by a
+  transport, the judge event loop (aio_transport) when every backend supports it,
+  threads otherwise; both claim through the ledger and settle through the batch settler;
 - audit pairs: threads, each pair claimed, called and settled on its own
   (threads.audit_pair).
 Above the transports; below the run lifecycle.
@@ -23,7 +22,7 @@ from scoring.services import backends as _backends
 from scoring.services.aio_transport import async_ready, grade_on_loop
 from scoring.services.backends import BrokenBackend
 from scoring.services.batching import BatchSettler
-from scoring.services.ledger import mark_lost_many, run_item_for
+from scoring.services.ledger import run_item_for
 from scoring.services.threads import audit_with_threads, grade_with_threads
 from scoring.services.work import ChunkOutcome, Finished, PairKey, WorkItem
 
@@ -101,9 +100,9 @@ def _grade_chunk(
     """Grade a chunk's pending pairs, at most once each, in few statements.
 
     - pairs that already have a grade are settled as reused in one batch;
-    - other runs' unfinished calls of the chunk's pairs are marked lost in one UPDATE;
     - the rest go to a transport, which claims them in groups through the ledger, writes a
-      "started" ledger row per call before it and hands the results to a BatchSettler
+      "started" ledger row per call before it (a pair another run has in flight is left to
+      it: returned in outcome.busy, and reused when its grade has landed) and hands the results to a BatchSettler
       (grade, ledger, counters in one transaction per batch);
     - on an error the pairs that finished before it are settled, then the error is raised.
     """
@@ -120,12 +119,6 @@ def _grade_chunk(
     settler.flush()
     if not absent:
         return outcome
-    # Other runs' unfinished calls of these pairs (a killed run's, say) are lost: marked
-    # here once for the chunk; this run's own, pair by pair as they are claimed again.
-    mark_lost_many(
-        [(w.judge, w.key.response_id, w.key.key_entry_id) for w in absent],
-        other_than_run=run.pk,
-    )
     on_loop = async_ready(backends[w.key.judge_id] for w in absent)
     transport = grade_on_loop if on_loop else grade_with_threads
     try:

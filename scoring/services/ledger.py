@@ -1,13 +1,17 @@
 """The ledger of judge calls and the run items' claims and settles: exactly-once, in the database.
 
 - A pair is claimed by a conditional update of its RunItem (state pending, no live
-  lease), so two deliveries of one task cannot both call the judge for it
-  (`claim_group` for grade pairs, `start_call` for audit pairs).
+  lease), so two deliveries of one task cannot both call the judge for it, AND by taking
+  its cross-run lease (scoring.models.PairLease, unique per pair and prompt version), so
+  two runs cannot both have it in flight: a pair another run holds is left to it, and the
+  run waits and reuses the grade when it lands (`claim_group` for grade pairs,
+  `start_call` for audit pairs). Settling or releasing a pair deletes its lease.
 - The JudgeCall ledger row is written (outcome "started") BEFORE the backend is called
   (`started_rows`, `start_call`) and settled afterwards, in the same transaction as the
   grade and the run counters. A "started" row found when a pair is claimed again was in
   flight when its worker was killed: it is marked "lost" (paid, no grade) and the pair is
-  called once more (`mark_lost_many`).
+  called once more (`mark_lost_many`), whichever run claims it next (a claim that takes
+  over a dead worker's expired pair lease marks that pair's unfinished calls lost).
 - `finished_pair` turns a judge's answer or failure into what to settle; the batch
   settler (scoring.services.batching) writes grade pairs, `settle_item` one audit pair.
 
@@ -19,17 +23,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
-from django.utils import timezone
+from django.db.models import F
 
 from questions.models import KeyEntry, Response
-from scoring.models import Judge, JudgeCall, RunItem, ScoringRun
+from scoring.models import AuditVerdict, Grade, Judge, JudgeCall, PairLease, RunItem, ScoringRun
 from scoring.services.tunables import pair_lease_seconds
-from scoring.services.vendor_sql import claim_items, insert_rows, mark_calls_lost
+from scoring.services.vendor_sql import claim_items, insert_rows, lease_pairs, mark_calls_lost
 from scoring.services.work import (
     CallRef,
     ChunkOutcome,
@@ -44,22 +46,53 @@ from scoring.services.work import (
 logger = logging.getLogger(__name__)
 
 
-def _claim(item: RunItem) -> bool:
-    """Lease one pending, unleased item (attempts + 1); True when this caller got it."""
-    now = timezone.now()
-    claimed = (
-        RunItem.objects.filter(pk=item.pk, state=RunItem.State.PENDING)
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .update(
-            lease_until=now + timedelta(seconds=pair_lease_seconds()), attempts=F("attempts") + 1
+def claim_pairs(
+    run_id: int, pairs: Sequence[tuple[RunItem, Judge]]
+) -> tuple[dict[int, int], set[int]]:
+    """Claim run items and their pairs across runs in one transaction; return (claimed,
+    taken_over).
+
+    pairs: (run item, its judge) each, all grade items or all audit items of run `run_id`.
+    An item is claimed when its RunItem is pending with no live lease (attempts + 1) AND
+    no other run's item holds its pair (response, judge, key entry, judge's prompt
+    version) under a live PairLease. claimed: {item id: its claims so far, this one
+    included}; taken_over: the claimed item ids whose pair lease was taken from an expired
+    holder (a dead worker's; its unfinished call is lost). An item whose pair another run
+    holds is left unclaimed, its RunItem as it was. Three statements at most.
+    """
+    if not pairs:
+        return {}, set()
+    lease = pair_lease_seconds()
+    with transaction.atomic():
+        claimed = claim_items([item.pk for item, _ in pairs], lease_seconds=lease)
+        leased = lease_pairs(
+            [
+                (item.pk, item.response_id, judge.pk, item.key_entry_id, judge.prompt_version)
+                for item, judge in pairs
+                if item.pk in claimed
+            ],
+            run_id=run_id,
+            lease_seconds=lease,
         )
-    )
-    return claimed == 1
+        held_elsewhere = [pk for pk in claimed if pk not in leased]
+        if held_elsewhere:
+            RunItem.objects.filter(pk__in=held_elsewhere).update(
+                lease_until=None, attempts=F("attempts") - 1
+            )
+    taken_over = {pk for pk, previous in leased.items() if previous is not None}
+    return {pk: claimed[pk] for pk in leased}, taken_over
+
+
+def _free_leases(item_ids: Sequence[int]) -> None:
+    """Delete the cross-run pair leases of these run items (settled or released)."""
+    PairLease.objects.filter(item_id__in=list(item_ids)).delete()
 
 
 def release_item(item: RunItem) -> None:
-    """Give up the lease on a still pending item so that any worker may claim it at once."""
+    """Give up the lease on a still pending item (and its pair's lease across runs) so that
+    any worker of any run may claim it at once."""
     RunItem.objects.filter(pk=item.pk, state=RunItem.State.PENDING).update(lease_until=None)
+    _free_leases([item.pk])
 
 
 def settle_item(
@@ -83,6 +116,7 @@ def settle_item(
     moved = RunItem.objects.filter(pk=item.pk, state=RunItem.State.PENDING).update(
         state=state, lease_until=None, detail=detail[:2000]
     )
+    _free_leases([item.pk])
     if call is not None and call_outcome:
         JudgeCall.objects.filter(pk=call.pk).update(outcome=call_outcome, detail=detail[:2000])
     if not moved:
@@ -149,15 +183,27 @@ def _graded_outcome(result: Any, judge: Judge) -> tuple[str, str, str]:
 
 def start_call(
     run: ScoringRun, item: RunItem, judge: Judge, response: Response | None, key_entry: KeyEntry
-) -> JudgeCall:
-    """Claim `item` and write its ledger row before the judge is asked; return the row.
+) -> JudgeCall | None:
+    """Claim `item` (and its pair across runs) and write its ledger row before the judge is
+    asked; return the row, or None when the pair's verdict landed meanwhile (another run's
+    call, settled between the caller's look and this claim: nothing to pay for; the caller
+    settles the pair as reused).
 
     An earlier unfinished call of the same pair (a killed worker's) is marked lost first.
-    Raises PairBusy when another worker holds the item's lease. Used by the audit path;
-    grade pairs are claimed in groups (claim_group) and their rows written by started_rows.
+    Raises PairBusy when another worker (of this run or another) holds the pair. Used by
+    the audit path; grade pairs are claimed in groups (claim_group) and their rows written
+    by started_rows.
     """
-    if not _claim(item):
+    claimed, _ = claim_pairs(run.pk, [(item, judge)])
+    if item.pk not in claimed:
         raise PairBusy(item.pk)
+    if (
+        response is None
+        and AuditVerdict.objects.filter(
+            key_entry=key_entry, auditor=judge, prompt_version=judge.prompt_version
+        ).exists()
+    ):
+        return None
     _mark_lost_calls(
         judge=judge, response_id=response.pk if response else None, key_entry_id=key_entry.pk
     )
@@ -185,6 +231,7 @@ def judge_failed(
             outcome=JudgeCall.Outcome.RETRY, detail=detail[:2000]
         )
         RunItem.objects.filter(pk=item.pk).update(lease_until=None, detail=detail[:2000])
+        _free_leases([item.pk])
         raise PairUnavailable(detail)
     with transaction.atomic():
         settle_item(
@@ -201,23 +248,54 @@ def judge_failed(
 def claim_group(
     group: Sequence[WorkItem], outcome: ChunkOutcome, lock: threading.Lock
 ) -> list[WorkItem]:
-    """Claim a group of work items: lease their pending pairs with one UPDATE, add the
-    pairs leased elsewhere to outcome.busy (under `lock`), mark the unfinished earlier calls
-    of the pairs claimed before (by this run: a killed worker's, say) lost; return the
-    claimed items, in order.
+    """Claim a group of grade work items; return the claimed items, in order.
 
-    A pair claimed for the first time in its run has no earlier call of this run, and the
-    other runs' unfinished calls of the chunk's pairs were marked lost when the chunk began
-    (scoring.services.chunks): the lookup, ~0.7 ms of PostgreSQL's CPU per claim of 32 and
-    almost always empty, runs only for the re-claimed ones."""
-    claimed = claim_items([w.item.pk for w in group], lease_seconds=pair_lease_seconds())
+    Their pending pairs are leased in this run and across runs with one transaction
+    (claim_pairs); pairs leased elsewhere (another delivery, another run) go to
+    outcome.busy (under `lock`), and so do pairs whose grade landed after the chunk looked
+    (one SELECT after the claim: another run settled them; their leases are given back, and
+    the chunk's next delivery settles them as reused without a call). The unfinished earlier
+    calls of the pairs claimed before (by this run: a killed worker's, say) or taken over
+    from a dead worker's expired lease (of any run) are marked lost.
+
+    A pair claimed for the first time, from no holder, has no earlier unfinished call: the
+    lookup, ~0.7 ms of PostgreSQL's CPU per claim of 32 and almost always empty, runs only
+    for the re-claimed and taken-over ones."""
+    claimed, taken_over = claim_pairs(group[0].item.run_id, [(w.item, w.judge) for w in group])
     mine = [w for w in group if w.item.pk in claimed]
+    landed = graded_meanwhile(mine)
+    if landed:
+        _free_leases([w.item.pk for w in mine if w.key in landed])
+        RunItem.objects.filter(pk__in=[w.item.pk for w in mine if w.key in landed]).update(
+            lease_until=None
+        )
+        mine = [w for w in mine if w.key not in landed]
     with lock:
         outcome.busy.extend(list(w.key) for w in group if w.item.pk not in claimed)
+        outcome.busy.extend(list(key) for key in landed)
     mark_lost_many(
-        [(w.judge, w.key.response_id, w.key.key_entry_id) for w in mine if claimed[w.item.pk] > 1]
+        [
+            (w.judge, w.key.response_id, w.key.key_entry_id)
+            for w in mine
+            if claimed[w.item.pk] > 1 or w.item.pk in taken_over
+        ]
     )
     return mine
+
+
+def graded_meanwhile(work: Sequence[WorkItem]) -> set[tuple[int | None, int, int]]:
+    """Return the keys of the grade work items whose Grade (at the judge's current prompt
+    version) exists now: one SELECT (none for an empty list)."""
+    if not work:
+        return set()
+    versions = {w.judge.pk: w.judge.prompt_version for w in work}
+    wanted = {w.key for w in work}
+    rows = Grade.objects.filter(
+        judge_id__in=list(versions),
+        response_id__in={w.key.response_id for w in work},
+        key_entry_id__in={w.key.key_entry_id for w in work},
+    ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version")
+    return {(r, j, e) for r, j, e, v in rows if versions.get(j) == v} & wanted
 
 
 def mark_lost_many(
@@ -341,3 +419,49 @@ def finished_pair(
         "run_id": run.pk,
     }
     return Finished(item.pk, state, call.pk, JudgeCall.Outcome.OK, detail, grade)
+
+
+def free_dead_leases(now: Any) -> dict[str, int]:
+    """Free the leases whose time has run out (their holder stopped renewing them: a killed
+    worker's) and mark the calls they covered lost; return {"leases": pair leases deleted,
+    "calls_lost": ledger rows marked lost, "items": run items unleased}.
+
+    A pair lease past its `lease_until` is deleted together with (one transaction) the
+    "started" ledger rows of its run for its pair, which become "lost" (paid, no grade:
+    LOST_DETAIL); pending run items past their lease are unleased, so the run page no longer
+    counts them as being graded. Called by the periodic heal_runs (scoring.services.runs).
+    A worker alive but past its lease still settles its call (outcome set by id).
+    """
+    dead = list(
+        PairLease.objects.filter(lease_until__lt=now).values_list(
+            "pk", "run_id", "judge_id", "response_id", "key_entry_id", "prompt_version"
+        )
+    )
+    lost = 0
+    with transaction.atomic():
+        deleted, _ = PairLease.objects.filter(
+            pk__in=[row[0] for row in dead], lease_until__lt=now
+        ).delete()
+        for _, run_id, judge_id, response_id, key_entry_id, version in dead:
+            lost += JudgeCall.objects.filter(
+                run_id=run_id,
+                judge_id=judge_id,
+                response_id=response_id,
+                key_entry_id=key_entry_id,
+                prompt_version=version,
+                outcome=JudgeCall.Outcome.STARTED,
+            ).update(outcome=JudgeCall.Outcome.LOST, detail=LOST_DETAIL)
+        items = RunItem.objects.filter(state=RunItem.State.PENDING, lease_until__lt=now).update(
+            lease_until=None
+        )
+    return {"leases": deleted, "calls_lost": lost, "items": items}
+
+
+def live_holders(now: Any) -> set[str]:
+    """Return the processes ("host:pid") that hold a live lease on a pending pair now: the
+    workers still at work (their heartbeat renews their leases). Two queries."""
+    items = RunItem.objects.filter(state=RunItem.State.PENDING, lease_until__gte=now)
+    pairs = PairLease.objects.filter(lease_until__gte=now)
+    return set(items.values_list("holder", flat=True).distinct()) | set(
+        pairs.values_list("holder", flat=True).distinct()
+    )

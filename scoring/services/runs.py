@@ -21,13 +21,17 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from questions.errors import DomainError, InvalidTransitionError
 from questions.models import KeyEdition
+from scoring.judges.limits import free_dead_slots
 from scoring.models import Judge, RescoreRequest, RunItem, ScoringRun
+from scoring.services.backends import redis_client
+from scoring.services.ledger import free_dead_leases, live_holders
 from scoring.services.pairs import (
     active_graders,
     audit_needed_pairs,
@@ -35,6 +39,7 @@ from scoring.services.pairs import (
     rescore_needed_pairs,
     total_pairs,
 )
+from scoring.services.tunables import stall_seconds
 from scoring.services.work import ACTIVE_STATUSES, append_note
 
 logger = logging.getLogger(__name__)
@@ -310,3 +315,63 @@ def waiting_rescore_requests(*, older_than_seconds: float) -> list[int]:
         .order_by("requested_at")
         .values_list("edition_id", flat=True)
     )
+
+
+# -- self-healing: the periodic heal_runs task ----------------------------------------------
+
+
+def heal_runs(*, now: Any = None) -> dict[str, Any]:
+    """Free dead leases and send stalled runs to the workers again; return what was done.
+
+    Run by Celery beat every SNAGLIST_HEAL_SECONDS (`scoring.heal_runs`), so a run whose
+    worker was killed, or whose task messages were lost (a broker restarted without
+    persistence), finishes once a worker is back, with no operator action:
+    - ledger.free_dead_leases: pair leases past their time are deleted and the calls they
+      covered marked lost, so the next claim of those pairs does not wait;
+    - judge limiter slots (Redis) held by processes that hold no live pair lease any more
+      (dead: a live worker renews its leases while its calls are out) are freed
+      (scoring.judges.limits.free_dead_slots), instead of waiting out their 300 s expiry;
+    - every active run stalled (no worker report for tunables.stall_seconds(), the run
+      page's "stalled"; scoring.runs_selectors.run_stall) and not already sent again since
+      the last report is sent again (`scoring.run_start`, after commit: its pending pairs go
+      out in fresh chunks; duplicates of chunks still queued claim nothing twice). Its
+      `resent_at` is stamped, so a run no worker picks up is sent once, not every period.
+    Returns {"leases": n, "calls_lost": n, "items": n, "slots": n, "resent": [run ids]}. Each send is
+    logged to the run's notes.
+    """
+    now = now or timezone.now()
+    done: dict[str, Any] = free_dead_leases(now)
+    done["slots"] = _free_dead_slots(now)
+    last_report = Coalesce("reported_at", "created_at")
+    stalled = (
+        ScoringRun.objects.filter(status__in=ACTIVE_STATUSES)
+        .annotate(last_report=last_report)
+        .filter(last_report__lt=now - timedelta(seconds=stall_seconds()))
+        .filter(Q(resent_at__isnull=True) | Q(resent_at__lt=F("last_report")))
+    )
+    done["resent"] = []
+    for run in stalled.order_by("pk"):
+        with transaction.atomic():
+            ScoringRun.objects.filter(pk=run.pk).update(
+                resent_at=now,
+                error=append_note(
+                    run.error,
+                    f"sent to the workers again at {timezone.localtime(now):%H:%M:%S}: "
+                    f"no worker had reported on it since "
+                    f"{timezone.localtime(run.last_report):%H:%M:%S}",
+                ),
+            )
+            scoring_run_enqueue(run=run)
+        done["resent"].append(run.pk)
+    if done["resent"] or done["leases"] or done["slots"]:
+        logger.warning("heal_runs: %s", done)
+    return done
+
+
+def _free_dead_slots(now: Any) -> int:
+    """Free the judge limiter slots of processes without a live pair lease (no Redis: 0)."""
+    client = redis_client()
+    if client is None:
+        return 0
+    alive = live_holders(now)
+    return free_dead_slots(client, lambda holder: holder in alive)

@@ -182,6 +182,12 @@ def audit_pair(
             )
         return RunItem.State.REUSED
     call = start_call(run, item, auditor, None, key_entry)
+    if call is None:  # another run's verdict landed between the look above and the claim
+        with transaction.atomic():
+            settle_item(
+                run=run, item=item, state=RunItem.State.REUSED, detail="verdict already present"
+            )
+        return RunItem.State.REUSED
     try:
         backend = backend or _backends.judge_backend(auditor)
         result = backend.audit(

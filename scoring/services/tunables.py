@@ -48,8 +48,10 @@ def pair_lease_seconds() -> float:
     """Return how long, in seconds, a claimed pair stays reserved for the worker that claimed it
     (SNAGLIST_PAIR_LEASE_SECONDS).
 
-    Longer than one judge call with all its retries (timeout x attempts + backoff), so a
-    live worker never loses its pair; a killed worker's pair frees up after this long.
+    A live worker's heartbeat (scoring.services.heartbeat) renews its leases every
+    SNAGLIST_WORKER_HEARTBEAT_SECONDS while a task runs, so this need only outlast a few
+    heartbeats, not a judge call with its retries; a killed worker's pairs free up this long
+    after its last beat.
     """
     return float(settings.SNAGLIST_PAIR_LEASE_SECONDS)
 
@@ -87,3 +89,19 @@ def retry_base_seconds() -> float:
 def unparsed_retries() -> int:
     """Times a pair with a null (unparsed) grade is asked again, one ask per run (issue 17)."""
     return int(settings.SNAGLIST_UNPARSED_RETRIES)
+
+
+# A run is stalled when no worker has reported on it for this many heartbeats.
+STALL_HEARTBEATS = 3
+
+
+def heartbeat_seconds() -> float:
+    """Return the seconds between a worker's reports on a run while a task of it runs
+    (SNAGLIST_WORKER_HEARTBEAT_SECONDS)."""
+    return float(settings.SNAGLIST_WORKER_HEARTBEAT_SECONDS)
+
+
+def stall_seconds() -> float:
+    """Return after how many seconds without a worker's report a run counts as stalled:
+    STALL_HEARTBEATS heartbeats."""
+    return STALL_HEARTBEATS * heartbeat_seconds()

@@ -3,7 +3,8 @@
 The ORM spent as much CPU building these statements as the rest of a judge call's database
 work (measured in bench/README.md), so the few statements a grade run repeats are written
 here, built once per model and vendor: the batched INSERT (`insert_rows`), the claim of
-several run items (`claim_items`), the settle UPDATEs (`settle_sql`) and the marking of
+several run items (`claim_items`) and of their pairs across runs (`lease_pairs`), the settle
+UPDATEs (`settle_sql`) and the marking of
 lost calls on PostgreSQL (`mark_calls_lost`). Nothing else of scoring.services writes SQL.
 """
 
@@ -17,12 +18,14 @@ from typing import Any
 from django.db.models import Model
 from django.utils import timezone
 
-from scoring.models import JudgeCall, RunItem, ScoringRun
+from scoring.models import JudgeCall, PairLease, RunItem, ScoringRun
+from scoring.services.work import lease_holder
 
 
 def claim_items(item_ids: Sequence[int], *, lease_seconds: float) -> dict[int, int]:
     """Lease the pending, unleased run items among `item_ids` for `lease_seconds` in one
-    UPDATE ... RETURNING (their attempts go up by one); return {item id: its claims so far
+    UPDATE ... RETURNING (their attempts go up by one, their holder is this process,
+    work.lease_holder); return {item id: its claims so far
     (attempts, this one included)} of those leased. An empty list costs no query."""
     from django.db import connection
 
@@ -33,16 +36,67 @@ def claim_items(item_ids: Sequence[int], *, lease_seconds: float) -> dict[int, i
     table = connection.ops.quote_name(RunItem._meta.db_table)
     marks = ", ".join(["%s"] * len(item_ids))
     sql = (
-        f"UPDATE {table} SET lease_until = %s, attempts = attempts + 1 "
+        f"UPDATE {table} SET lease_until = %s, attempts = attempts + 1, holder = %s "
         f"WHERE id IN ({marks}) AND state = %s AND (lease_until IS NULL OR lease_until < %s) "
         "RETURNING id, attempts"
     )
     params = [
         ops.adapt_datetimefield_value(now + timedelta(seconds=lease_seconds)),
+        lease_holder(),
         *item_ids,
         RunItem.State.PENDING,
         ops.adapt_datetimefield_value(now),
     ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return dict(cursor.fetchall())
+
+
+def lease_pairs(
+    rows: Sequence[tuple[int, int | None, int, int, str]], *, run_id: int, lease_seconds: float
+) -> dict[int, int | None]:
+    """Take the cross-run lease (scoring.models.PairLease) of several pairs in ONE
+    INSERT ... ON CONFLICT DO UPDATE ... RETURNING; return {item id: the run the pair was
+    taken over from, or None when it was free} for the pairs taken.
+
+    rows: (item id, response id or None, judge id, key entry id, prompt version) each, all
+    grade pairs (response id set) or all audit pairs (None). A pair is taken when no row
+    holds it, when its row's lease has passed (a dead worker's), or when the row is this
+    item's own; a pair another item holds under a live lease is left out of the result.
+    The unique constraint decides between two concurrent claims: the second waits for the
+    first to commit and then sees its row. Works on PostgreSQL and SQLite (>= 3.35).
+    An empty list costs no query.
+    """
+    from django.db import connection
+
+    if not rows:
+        return {}
+    grade = rows[0][1] is not None
+    if any((r[1] is not None) != grade for r in rows):
+        raise ValueError("lease_pairs: grade and audit pairs cannot be leased together")
+    ops = connection.ops
+    qn = ops.quote_name
+    table = qn(PairLease._meta.db_table)
+    now = timezone.now()
+    until = ops.adapt_datetimefield_value(now + timedelta(seconds=lease_seconds))
+    target = (
+        "response_id, judge_id, key_entry_id, prompt_version) WHERE response_id IS NOT NULL"
+        if grade
+        else "judge_id, key_entry_id, prompt_version) WHERE response_id IS NULL"
+    )
+    marks = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, NULL)"] * len(rows))
+    sql = (
+        f"INSERT INTO {table} (item_id, response_id, judge_id, key_entry_id, prompt_version, "
+        f"run_id, lease_until, holder, previous_run_id) VALUES {marks} "
+        f"ON CONFLICT ({target} DO UPDATE SET item_id = excluded.item_id, "
+        "run_id = excluded.run_id, lease_until = excluded.lease_until, holder = excluded.holder, "
+        f"previous_run_id = {table}.run_id "
+        f"WHERE {table}.lease_until < %s OR {table}.item_id = excluded.item_id "
+        "RETURNING item_id, previous_run_id"
+    )
+    holder = lease_holder()
+    params: list[Any] = [v for row in rows for v in (*row, run_id, until, holder)]
+    params.append(ops.adapt_datetimefield_value(now))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return dict(cursor.fetchall())
@@ -179,7 +233,8 @@ def settle_sql(connection: Any) -> dict[str, str]:
     "%s" slot for its list of ids ("items", "calls") or of counter assignments ("run"):
     - items: move pending run items to a state (lease cleared, detail set);
     - calls: set ledger rows' outcome and detail;
-    - run: add to the run's counters."""
+    - run: add to the run's counters;
+    - leases: delete the cross-run pair leases of run items (PairLease)."""
     if connection.vendor not in _SETTLE_SQL:
         qn = connection.ops.quote_name
         _SETTLE_SQL[connection.vendor] = {
@@ -193,6 +248,7 @@ def settle_sql(connection: Any) -> dict[str, str]:
                 f"{qn('detail')} = %%s WHERE {qn('id')} IN (%s)"
             ),
             "run": f"UPDATE {qn(ScoringRun._meta.db_table)} SET %s WHERE {qn('id')} = %%s",
+            "leases": f"DELETE FROM {qn(PairLease._meta.db_table)} WHERE {qn('item_id')} IN (%s)",
         }
     return _SETTLE_SQL[connection.vendor]
 

@@ -117,6 +117,15 @@ def is_database_error(exc: BaseException) -> bool:
     return isinstance(exc, DatabaseError | InterfaceError)
 
 
+def lease_holder() -> str:
+    """Return this worker process's name for the leases it holds: "host:pid" (computed at
+    each call, so a forked pool process names itself); the same name prefixes its judge
+    limiter slots (scoring.judges.limits.process_holder, the one definition)."""
+    from scoring.judges.limits import process_holder
+
+    return process_holder()
+
+
 def append_note(text: str, note: str) -> str:
     """Return `text` with `note` on a line of its own (no blank line when `text` is empty)."""
     return f"{text}\n{note}".strip()

@@ -1,0 +1,94 @@
+"""A worker's reports on a run: its heartbeat while a task of the run executes.
+
+`RunHeartbeat` stamps ScoringRun.reported_at when a task of the run begins and then every
+SNAGLIST_WORKER_HEARTBEAT_SECONDS from a thread of its own until the task ends, so the run
+page can tell a run that moves slowly (a slow judge: reports keep coming) from one that no
+worker is working on (a killed worker, lost task messages: the reports stop). Readers:
+scoring.runs_selectors.run_stall.
+
+Each beat also renews the leases this process holds on the run's pairs (RunItem and
+PairLease rows whose holder is this process, work.lease_holder), so a pair lease can be
+short (SNAGLIST_PAIR_LEASE_SECONDS): a live worker keeps its pairs however long a judge
+call takes, and a killed worker's pairs free up one lease after its last beat. Beside the
+backends; above vendor_sql.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import timedelta
+from types import TracebackType
+
+from django.utils import timezone
+
+from scoring.models import PairLease, RunItem, ScoringRun
+from scoring.services.tunables import heartbeat_seconds, pair_lease_seconds
+from scoring.services.work import lease_holder
+
+logger = logging.getLogger(__name__)
+
+
+def report_run(run_id: int) -> None:
+    """Stamp the run's reported_at with the current time (one UPDATE)."""
+    ScoringRun.objects.filter(pk=run_id).update(reported_at=timezone.now())
+
+
+def renew_leases(run_id: int) -> int:
+    """Extend, to a full lease from now, the live leases this process holds on the run's
+    pending pairs: its RunItem leases and their PairLease rows. Returns how many run items
+    were renewed. A lease already run out is left to whoever takes it over."""
+    now = timezone.now()
+    until = now + timedelta(seconds=pair_lease_seconds())
+    mine = {"run_id": run_id, "holder": lease_holder(), "lease_until__gte": now}
+    renewed = RunItem.objects.filter(state=RunItem.State.PENDING, **mine).update(lease_until=until)
+    PairLease.objects.filter(**mine).update(lease_until=until)
+    return renewed
+
+
+class RunHeartbeat:
+    """Report on a run now, then every heartbeat_seconds() report again and renew this
+    process's leases on the run's pairs (renew_leases), until the `with` block ends.
+
+    threaded=False reports once on entry only. The thread holds its
+    own database connection, closed when it stops; a failed report is logged and retried at
+    the next beat, never raised into the task.
+    """
+
+    def __init__(self, run_id: int, *, threaded: bool = True) -> None:
+        self.run_id = run_id
+        self.threaded = threaded
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def __enter__(self) -> RunHeartbeat:
+        report_run(self.run_id)
+        if self.threaded:
+            self.thread = threading.Thread(
+                target=self._beat, name=f"run{self.run_id}-heartbeat", daemon=True
+            )
+            self.thread.start()
+        return self
+
+    def _beat(self) -> None:
+        from django.db import connection
+
+        try:
+            while not self.stop.wait(heartbeat_seconds()):
+                try:
+                    report_run(self.run_id)
+                    renew_leases(self.run_id)
+                except Exception:  # noqa: BLE001 - a missed beat is retried at the next
+                    logger.warning("run %s: heartbeat failed", self.run_id, exc_info=True)
+        finally:
+            connection.close()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
