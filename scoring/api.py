@@ -74,10 +74,25 @@ class ModelScoreSerializer(serializers.Serializer):
     categories = CategoryScoreSerializer(many=True)
 
 
+class PanelMemberSerializer(serializers.Serializer):
+    judge = serializers.CharField()
+    prompt_version = serializers.CharField()
+
+
+JUDGE_SET_HELP = (
+    "panel: the benchmark's judge panel (the published figures); requested: other judges "
+    "asked for with `judges`; active: no panel is set, every active judge."
+)
+
+
 class LeaderboardSerializer(serializers.Serializer):
     benchmark = serializers.CharField()
     edition = serializers.CharField()
     judges = serializers.ListField(child=serializers.CharField())
+    panel = PanelMemberSerializer(many=True, help_text="The judges the figures are for.")
+    judge_set = serializers.ChoiceField(
+        choices=["panel", "requested", "active"], help_text=JUDGE_SET_HELP
+    )
     band_gap = serializers.FloatField(help_text="Percentage points.")
     banding = serializers.ChoiceField(choices=BANDINGS)
     agreement_rate = serializers.FloatField(allow_null=True, help_text="Fraction 0-1.")
@@ -117,6 +132,10 @@ class AgreementSerializer(serializers.Serializer):
     benchmark = serializers.CharField()
     edition = serializers.CharField()
     judges = serializers.ListField(child=serializers.CharField())
+    panel = PanelMemberSerializer(many=True, help_text="The judges the figures are for.")
+    judge_set = serializers.ChoiceField(
+        choices=["panel", "requested", "active"], help_text=JUDGE_SET_HELP
+    )
     scale = serializers.ListField(child=serializers.IntegerField(), required=False)
     pairs = PairAgreementSerializer(many=True)
     notes = serializers.ListField(child=serializers.CharField())
@@ -146,6 +165,10 @@ class ReportSerializer(serializers.Serializer):
     edition = serializers.CharField()
     compare_edition = serializers.CharField(allow_null=True)
     judges = serializers.ListField(child=serializers.CharField())
+    panel = PanelMemberSerializer(many=True, help_text="The judges the figures are for.")
+    judge_set = serializers.ChoiceField(
+        choices=["panel", "requested", "active"], help_text=JUDGE_SET_HELP
+    )
     auditors = serializers.ListField(child=serializers.CharField())
     questions_total = serializers.IntegerField()
     questions_scored = serializers.IntegerField()

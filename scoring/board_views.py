@@ -24,6 +24,7 @@ from scoring.report import (
     build_report,
     figure_rows,
     leaderboard_csv,
+    panel_words,
     report_markdown,
 )
 from scoring.selectors import BANDINGS, BoardResult, board_for_edition
@@ -244,6 +245,7 @@ def _board_context(sel: dict[str, Any]) -> dict[str, Any]:
         "agreement": result.agreement_dict(),
         "pairs": _pairs_for_display(result.agreement_dict()),
         "banding_sentence": banding_sentence(doc),
+        "panel_words": panel_words(doc),
         "agreement_pct": None
         if doc["agreement_rate"] is None
         else round(100 * doc["agreement_rate"], 1),
@@ -380,6 +382,7 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
         "error": error,
         "figures": figure_rows(doc) if doc else [],
         "banding_sentence": banding_sentence(doc) if doc else "",
+        "panel_words": panel_words(doc) if doc else "",
         # The reason codes of the JSON and Markdown report, in words for the page.
         "grade_change_rows": [
             {**g, "reason_label": REASON_LABELS.get(g["reason"], g["reason"])}

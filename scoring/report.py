@@ -28,6 +28,7 @@ from scoring.selectors import (
     auditors,
     board_for_edition,
     load_edition_grades,
+    resolve_judges,
 )
 
 # The keys cli.md promises for `report --format json`, in display order.
@@ -173,8 +174,9 @@ def build_report(
     benchmark = edition.benchmark
     if compare is not None and compare.benchmark_id != edition.benchmark_id:
         raise DomainError("the comparison edition belongs to another benchmark")
+    judge_set = resolve_judges(benchmark, judge_ids)
     board = board_for_edition(edition, judge_ids=judge_ids)
-    data = load_edition_grades(edition, judge_ids=board.judges or None)
+    data = load_edition_grades(edition, judge_set=judge_set)
     lb = board.leaderboard
     entry_pks = data.entries.entry_pk.tolist()
     audit_refs = auditors(benchmark)
@@ -189,6 +191,8 @@ def build_report(
         "edition_status": edition.status,
         "compare_edition": compare.name if compare else None,
         "judges": judge_names,
+        "panel": judge_set.describe(),
+        "judge_set": judge_set.kind,
         "auditors": auditor_names,
         "grade_scale": list(benchmark.grade_scale or [0, 1, 2]),
         "questions_total": board.questions_total,
@@ -222,8 +226,10 @@ def build_report(
     }
 
     if compare is not None:
-        _add_comparison(doc, compare, data, board, judge_names)
-    doc["provenance"] = _provenance(edition, compare, board, judge_names, auditor_names)
+        _add_comparison(doc, compare, data, board, judge_ids)
+    doc["provenance"] = _provenance(
+        edition, compare, board, judge_names, auditor_names, panel_words(doc)
+    )
     return doc
 
 
@@ -232,13 +238,14 @@ def _add_comparison(
     compare: KeyEdition,
     data: EditionGrades,
     board: BoardResult,
-    judge_names: list[str],
+    judge_ids: list[str] | None,
 ) -> None:
     """Fill the report's comparison figures in `doc` (robustness against `compare`'s
-    leaderboard, per-response grade changes of the questions whose key entry differs)."""
+    leaderboard, per-response grade changes of the questions whose key entry differs),
+    with the same judges as `data` (the judge panel unless `judge_ids` names others)."""
     lb = board.leaderboard
-    cmp_board = board_for_edition(compare, judge_ids=judge_names or None)
-    cmp_data = load_edition_grades(compare, judge_ids=judge_names or None)
+    cmp_board = board_for_edition(compare, judge_ids=judge_ids)
+    cmp_data = load_edition_grades(compare, judge_set=data.judge_set)
     if cmp_board.leaderboard is not None and lb is not None:
         robust = compare_leaderboards(cmp_board.leaderboard, lb).to_dict()
         doc["top3_unchanged"] = robust["top3_unchanged"]
@@ -277,15 +284,17 @@ def _provenance(
     board: BoardResult,
     judge_names: list[str],
     auditor_names: list[str],
+    who: str,
 ) -> dict[str, dict[str, Any]]:
-    """Return the report's provenance: {figure: {edition, judges or auditors, data}}."""
+    """Return the report's provenance: {figure: {edition, judges or auditors, data}}.
+
+    `who` names the judges with their prompt versions (`panel_words`)."""
     benchmark = edition.benchmark
     e, j, a = edition.name, judge_names, auditor_names
     c = compare.name if compare else None
     questions = f"questions of benchmark {benchmark.name} keyed in edition {e}"
     graded = (
-        f"grades of judges {', '.join(j) or '(none)'} (current prompt versions) against the "
-        f"effective key entries of edition {e}, scored questions only"
+        f"grades of {who} against the effective key entries of edition {e}, scored questions only"
     )
     audits = (
         f"audit verdicts of auditors {', '.join(a) or '(none)'} (current prompt versions) on "
@@ -392,15 +401,55 @@ LEADERBOARD_CSV_FIELDS = (
     "n_unparsed",
     "agreement_rate",
 )
+# Every row also says which key edition and judges its figures are for (rule 12).
+LEADERBOARD_CSV_PROVENANCE = ("edition", "panel")
+
+
+def panel_words(doc: dict[str, Any]) -> str:
+    """Return who graded for a leaderboard/agreement/report document, in words.
+
+    E.g. "judge panel gpt-4@v1, claude@v2"; "judges j1@v1 (asked for: not the judge
+    panel)"; "judges j1@v1 (no judge panel set: every active judge)". Reads the `panel`
+    ([{judge, prompt_version}]) and `judge_set` keys; falls back to `judges`.
+    """
+    members = doc.get("panel")
+    if members is None:
+        names = ", ".join(doc.get("judges") or []) or "(none)"
+    else:
+        names = ", ".join(f"{m['judge']}@{m['prompt_version']}" for m in members) or "(none)"
+    kind = doc.get("judge_set", "panel")
+    if kind == "panel":
+        return f"judge panel {names}"
+    if kind == "requested":
+        return f"judges {names} (asked for: not the judge panel)"
+    return f"judges {names} (no judge panel set: every active judge)"
+
+
+def panel_cell(doc: dict[str, Any]) -> str:
+    """Return the panel as one CSV cell: "j1@v1 j2@v1", with " (not the panel)" when asked for."""
+    members = doc.get("panel") or []
+    cell = " ".join(f"{m['judge']}@{m['prompt_version']}" for m in members)
+    kind = doc.get("judge_set", "panel")
+    if kind == "requested":
+        cell += " (not the panel)"
+    elif kind != "panel":
+        cell += " (no panel set)"
+    return cell
 
 
 def leaderboard_csv(doc: dict[str, Any]) -> str:
-    """Return the leaderboard as CSV, one row per model, in display order."""
+    """Return the leaderboard as CSV, one row per model, in display order.
+
+    Columns: LEADERBOARD_CSV_FIELDS then `edition` and `panel` (`panel_cell`) on every row.
+    """
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(LEADERBOARD_CSV_FIELDS)
+    writer.writerow(LEADERBOARD_CSV_FIELDS + LEADERBOARD_CSV_PROVENANCE)
+    tail = [doc.get("edition", ""), panel_cell(doc)]
     for m in doc["models"]:
-        writer.writerow(["" if m.get(k) is None else m.get(k) for k in LEADERBOARD_CSV_FIELDS])
+        writer.writerow(
+            ["" if m.get(k) is None else m.get(k) for k in LEADERBOARD_CSV_FIELDS] + tail
+        )
     return out.getvalue()
 
 
@@ -408,7 +457,7 @@ def leaderboard_table(doc: dict[str, Any]) -> str:
     """Return the leaderboard as a plain-text table with its edition, judges and banding."""
     lines = [
         f"Leaderboard: {doc.get('benchmark', '')}, key edition {doc['edition']}, "
-        f"judges {', '.join(doc['judges']) or '(none)'}",
+        f"{panel_words(doc)}",
         banding_sentence(doc),
         (
             f"Intervals: 95%, bootstrap over questions ({doc.get('n_bootstrap', 0)} resamples, "
@@ -465,8 +514,7 @@ def leaderboard_table(doc: dict[str, Any]) -> str:
 def agreement_table(doc: dict[str, Any]) -> str:
     """Return the per-pair inter-rater statistics as text; one judge gets a plain note."""
     lines = [
-        f"Agreement: {doc.get('benchmark', '')}, key edition {doc['edition']}, "
-        f"judges {', '.join(doc['judges']) or '(none)'}"
+        f"Agreement: {doc.get('benchmark', '')}, key edition {doc['edition']}, {panel_words(doc)}"
     ]
     if not doc["pairs"]:
         lines.append(
@@ -570,7 +618,7 @@ def report_markdown(doc: dict[str, Any]) -> str:
             if doc["compare_edition"]
             else ", no comparison edition"
         )
-        + f". Judges: {', '.join(doc['judges']) or '(none)'}. Auditors: {', '.join(doc['auditors']) or '(none)'}.",
+        + f". Grades: {panel_words(doc)}. Auditors: {', '.join(doc['auditors']) or '(none)'}.",
         "",
         "## Figures",
         "",

@@ -100,6 +100,7 @@ class EditionGrades:
     questions: pd.DataFrame  # pk, question_id, category, excluded_by_audit, removed, scored
     n_grade_rows: int
     notes: list[str] = field(default_factory=list)
+    judge_set: JudgeSet | None = None
 
     @property
     def judge_ids(self) -> list[str]:
@@ -107,29 +108,99 @@ class EditionGrades:
 
 
 # ----------------------------------------------------------------------------- judges
-def scoring_judges(benchmark: Benchmark, judge_ids: list[str] | None = None) -> list[JudgeRef]:
-    """Return the judges (role judge) whose grades count, sorted by judge_id.
+PANEL = "panel"  # the benchmark's judge panel (PanelMember rows, pinned prompt versions)
+REQUESTED = "requested"  # judges named explicitly (--judges), at their current prompt versions
+NO_PANEL = "active"  # no panel set: every active judge at its current prompt version
 
-    Default: every active judge of the benchmark. `judge_ids` names them explicitly;
-    raises NotFoundError for an unknown or non-judge id.
+
+@dataclass(frozen=True)
+class JudgeSet:
+    """The judges a figure is computed from and where that set came from.
+
+    ``kind`` is PANEL, REQUESTED or NO_PANEL (see the constants above); ``judges`` are
+    sorted by judge_id, each with the prompt version whose grades are used.
     """
+
+    judges: tuple[JudgeRef, ...]
+    kind: str
+
+    @property
+    def ids(self) -> list[str]:
+        return [j.judge_id for j in self.judges]
+
+    def describe(self) -> list[dict[str, str]]:
+        """Return [{"judge": judge_id, "prompt_version": v}] for JSON documents."""
+        return [{"judge": j.judge_id, "prompt_version": j.prompt_version} for j in self.judges]
+
+
+def panel_judges(benchmark: Benchmark) -> list[JudgeRef]:
+    """Return the benchmark's judge panel (PanelMember rows) sorted by judge_id; [] if unset."""
+    from scoring.models import PanelMember
+
+    return [
+        JudgeRef(pk, jid, pv)
+        for pk, jid, pv in PanelMember.objects.filter(benchmark=benchmark)
+        .order_by("judge__judge_id")
+        .values_list("judge_id", "judge__judge_id", "prompt_version")
+    ]
+
+
+def resolve_judges(benchmark: Benchmark, judge_ids: list[str] | None = None) -> JudgeSet:
+    """Return the judges whose grades count: the one place the default set is chosen.
+
+    Default (no `judge_ids`): the benchmark's judge panel at its pinned prompt versions
+    (methodology rule 12), so adding a judge or grades of another prompt version changes
+    no figure; a benchmark without a panel falls back to every active judge (kind
+    NO_PANEL, which callers must say). `judge_ids` asks for another set, at the judges'
+    current prompt versions; naming exactly the panel's judges gives the panel. Raises
+    NotFoundError for an unknown or non-judge id. Two queries at most.
+    """
+    panel = panel_judges(benchmark)
+    wanted = sorted(set(judge_ids)) if judge_ids else None
+    if panel and (wanted is None or wanted == [j.judge_id for j in panel]):
+        return JudgeSet(tuple(panel), PANEL)
     rows = list(
         Judge.objects.filter(benchmark=benchmark, role=Judge.Role.JUDGE)
         .order_by("judge_id")
         .values_list("pk", "judge_id", "prompt_version", "active")
     )
-    if judge_ids:
+    if wanted:
         by_id = {r[1]: r for r in rows}
-        unknown = [j for j in judge_ids if j not in by_id]
+        unknown = [j for j in wanted if j not in by_id]
         if unknown:
             raise NotFoundError(
                 f"benchmark {benchmark.name!r} has no judge {', '.join(map(repr, unknown))} "
                 f"(judges: {', '.join(by_id) or 'none'})"
             )
-        rows = [by_id[j] for j in sorted(set(judge_ids))]
+        rows = [by_id[j] for j in wanted]
+        kind = REQUESTED
     else:
         rows = [r for r in rows if r[3]]
-    return [JudgeRef(pk, jid, pv) for pk, jid, pv, _ in rows]
+        kind = NO_PANEL
+    return JudgeSet(tuple(JudgeRef(pk, jid, pv) for pk, jid, pv, _ in rows), kind)
+
+
+def scoring_judges(benchmark: Benchmark, judge_ids: list[str] | None = None) -> list[JudgeRef]:
+    """Return the judges (role judge) whose grades count, sorted by judge_id.
+
+    `resolve_judges(benchmark, judge_ids).judges` as a list: the judge panel by default.
+    """
+    return list(resolve_judges(benchmark, judge_ids).judges)
+
+
+def judge_set_note(benchmark: Benchmark, judge_set: JudgeSet) -> str | None:
+    """Return the sentence every output carries when its judges are not the panel, or None."""
+    if judge_set.kind == NO_PANEL:
+        return (
+            f"benchmark {benchmark.name!r} has no judge panel: these figures use every active "
+            "judge and change when one is added (an admin sets the panel: manage.py panel --set)"
+        )
+    if judge_set.kind == REQUESTED:
+        return (
+            "judges chosen for this query, not the benchmark's judge panel: these are not "
+            "the published figures"
+        )
+    return None
 
 
 def auditors(benchmark: Benchmark) -> list[JudgeRef]:
@@ -212,15 +283,22 @@ NULL_GRADE = -1_000_000
 
 
 def load_edition_grades(
-    edition: KeyEdition, *, judge_ids: list[str] | None = None
+    edition: KeyEdition,
+    *,
+    judge_ids: list[str] | None = None,
+    judge_set: JudgeSet | None = None,
 ) -> EditionGrades:
     """Load the grade table of `edition` for the engine (about seven queries in all).
 
-    Raises NotFoundError for an unknown judge id. `table` is None when no grade row is
-    usable (a note says so); callers decide whether that is an error.
+    The judges are `judge_set` when given (already resolved), else
+    `resolve_judges(benchmark, judge_ids)`: the judge panel by default. Raises
+    NotFoundError for an unknown judge id. `table` is None when no grade row is usable (a
+    note says so); callers decide whether that is an error.
     """
     benchmark = edition.benchmark
-    judges = scoring_judges(benchmark, judge_ids)
+    if judge_set is None:
+        judge_set = resolve_judges(benchmark, judge_ids)
+    judges = list(judge_set.judges)
     entries = effective_entries(edition)
 
     q_rows = list(
@@ -239,7 +317,7 @@ def load_edition_grades(
     q_frame = q_frame[q_frame["keyed"]].reset_index(drop=True)
 
     rows = grade_rows(entries, judges)
-    notes: list[str] = []
+    notes: list[str] = [n for n in [judge_set_note(benchmark, judge_set)] if n]
     table = None
     if len(rows):
         entry_to_q = _lookup(entries.entry_pk.tolist(), entries.question_pk.tolist())
@@ -283,6 +361,7 @@ def load_edition_grades(
         questions=q_frame,
         n_grade_rows=len(rows),
         notes=notes,
+        judge_set=judge_set,
     )
 
 
@@ -338,6 +417,8 @@ class BoardResult:
     removed_by_review: int
     notes: list[str]
     version: str
+    panel: list[dict[str, str]] = field(default_factory=list)
+    judge_set: str = PANEL
 
     def leaderboard_dict(self) -> dict[str, Any]:
         """Return the cli.md `leaderboard --format json` document (plus extra keys)."""
@@ -345,6 +426,8 @@ class BoardResult:
             "benchmark": self.benchmark,
             "edition": self.edition,
             "judges": list(self.judges),
+            "panel": [dict(m) for m in self.panel],
+            "judge_set": self.judge_set,
             "band_gap": self.band_gap,
             "banding": self.banding,
             "agreement_rate": None,
@@ -373,6 +456,8 @@ class BoardResult:
             "benchmark": self.benchmark,
             "edition": self.edition,
             "judges": list(self.judges),
+            "panel": [dict(m) for m in self.panel],
+            "judge_set": self.judge_set,
             "pairs": [],
             "notes": list(self.notes),
         }
@@ -432,6 +517,8 @@ def compute_board(
         removed_by_review=int((q["removed"] & ~q["excluded_by_audit"]).sum()) if len(q) else 0,
         notes=notes,
         version=version,
+        panel=data.judge_set.describe() if data.judge_set else [],
+        judge_set=data.judge_set.kind if data.judge_set else PANEL,
     )
 
 
@@ -447,15 +534,17 @@ def board_for_edition(
 ) -> BoardResult:
     """Return the leaderboard and agreement of `edition`, from the cache when still valid.
 
-    Cache key: (benchmark, edition, judges, band gap, bootstrap, seed, banding) plus the
-    data version (`data_version`), so a new grade, an exclusion or a changed edition
+    The judges are `resolve_judges(benchmark, judge_ids)`: the judge panel by default;
+    `panel` and `judge_set` on the result say which. Cache key: (benchmark, edition, kind
+    of judge set, judges, band gap, bootstrap, seed, banding) plus the data version (`data_version`), so a new grade, an exclusion or a changed edition
     computes afresh. Raises NotFoundError for an unknown judge, DomainError for a bad
     banding.
     """
     band_gap, n_bootstrap, seed = _defaults(band_gap, n_bootstrap, seed)
     if banding not in BANDINGS:
         raise DomainError(f"banding must be one of {', '.join(BANDINGS)}, not {banding!r}")
-    judges = scoring_judges(edition.benchmark, judge_ids)
+    judge_set = resolve_judges(edition.benchmark, judge_ids)
+    judges = list(judge_set.judges)
     version = data_version(edition, judges)
     key = (
         "scoring:board:"
@@ -464,6 +553,7 @@ def board_for_edition(
                 (
                     edition.benchmark_id,
                     edition.pk,
+                    judge_set.kind,
                     [j.judge_id for j in judges],
                     band_gap,
                     n_bootstrap,
@@ -478,7 +568,7 @@ def board_for_edition(
         hit = cache.get(key)
         if hit is not None:
             return hit
-    data = load_edition_grades(edition, judge_ids=[j.judge_id for j in judges] or None)
+    data = load_edition_grades(edition, judge_set=judge_set)
     result = compute_board(
         data,
         band_gap=band_gap,
