@@ -74,6 +74,11 @@ class ModelScoreSerializer(serializers.Serializer):
     categories = CategoryScoreSerializer(many=True)
 
 
+class MissingByQuestionSerializer(serializers.Serializer):
+    question_id = serializers.CharField()
+    n_missing_grade = serializers.IntegerField()
+
+
 class PanelMemberSerializer(serializers.Serializer):
     judge = serializers.CharField()
     prompt_version = serializers.CharField()
@@ -107,6 +112,11 @@ class LeaderboardSerializer(serializers.Serializer):
     responses_counted = serializers.IntegerField(required=False)
     responses_excluded_disagreement = serializers.IntegerField(required=False)
     responses_unparsed = serializers.IntegerField(required=False)
+    responses_missing_grade = serializers.IntegerField(
+        help_text="Responses of scored questions lacking a grade from a judge of the set."
+    )
+    complete = serializers.BooleanField(help_text="False when responses_missing_grade > 0.")
+    missing_grade_by_question = MissingByQuestionSerializer(many=True)
     notes = serializers.ListField(child=serializers.CharField())
     stale = serializers.BooleanField(
         help_text="True while the edition's newest re-scoring run is unfinished, or when it "
@@ -151,6 +161,11 @@ class GradeChangeSerializer(serializers.Serializer):
     no_longer_counted = serializers.IntegerField()
     neither_counted = serializers.IntegerField()
     reason = serializers.CharField(required=False)
+    re_graded = serializers.BooleanField(
+        help_text="False when responses lack a grade against the corrected entry: the "
+        "counts are then not a finding."
+    )
+    n_missing_grade = serializers.IntegerField()
 
 
 class ProvenanceSerializer(serializers.Serializer):
@@ -182,6 +197,9 @@ class ReportSerializer(serializers.Serializer):
     responses_counted = serializers.IntegerField()
     responses_excluded_disagreement = serializers.IntegerField()
     responses_unparsed = serializers.IntegerField()
+    responses_missing_grade = serializers.IntegerField()
+    complete = serializers.BooleanField()
+    missing_grade_by_question = MissingByQuestionSerializer(many=True)
     agreement_rate = serializers.FloatField(allow_null=True)
     n_models = serializers.IntegerField()
     n_bands = serializers.IntegerField()

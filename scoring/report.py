@@ -47,6 +47,7 @@ REPORT_KEYS = (
     "responses_counted",
     "responses_excluded_disagreement",
     "responses_unparsed",
+    "responses_missing_grade",
     "agreement_rate",
     "n_models",
     "n_bands",
@@ -68,6 +69,7 @@ LABELS = {
     "responses_counted": "Responses counted (judges agree)",
     "responses_excluded_disagreement": "Responses excluded on disagreement",
     "responses_unparsed": "Responses with an unparsed grade",
+    "responses_missing_grade": "Responses lacking a grade (not in the figures)",
     "agreement_rate": "Judge agreement rate",
     "n_models": "Models under test scored",
     "n_bands": "Bands",
@@ -208,7 +210,9 @@ def build_report(
         "responses_counted": lb.responses_counted if lb else 0,
         "responses_excluded_disagreement": lb.responses_excluded_disagreement if lb else 0,
         "responses_unparsed": lb.responses_unparsed if lb else 0,
-        "responses_missing_grade": lb.responses_missing_grade if lb else 0,
+        "responses_missing_grade": data.completeness.responses_missing_grade,
+        "complete": data.completeness.complete,
+        "missing_grade_by_question": data.completeness.to_dict()["missing_grade_by_question"],
         "agreement_rate": (
             round(lb.agreement_rate, 4) if lb and lb.agreement_rate is not None else None
         ),
@@ -227,6 +231,7 @@ def build_report(
 
     if compare is not None:
         _add_comparison(doc, compare, data, board, judge_ids)
+        _mark_not_regraded(doc["grade_changes"], data)
     doc["provenance"] = _provenance(
         edition, compare, board, judge_names, auditor_names, panel_words(doc)
     )
@@ -278,6 +283,22 @@ def _add_comparison(
         ]
 
 
+def _mark_not_regraded(changes: list[dict[str, Any]], data: EditionGrades) -> None:
+    """Add `re_graded` and `n_missing_grade` to each grade change: a corrected question whose
+    responses lack a grade from a judge of the set against its new entry was not re-graded
+    (False), and its up/down/same counts are not a finding (rule 12), never a silent 0/0.
+    `re_graded` is None for a question not scored in the edition (removed or excluded)."""
+    missing = data.completeness.by_question if data.completeness else {}
+    q = data.questions
+    scored = set(q.loc[q["scored"], "question_id"].astype(str)) if len(q) else set()
+    for change in changes:
+        qid = str(change["question_id"])
+        n = missing.get(qid, 0)
+        change["n_missing_grade"] = n
+        # None: not scored in this edition (removed or excluded), so nothing to re-grade.
+        change["re_graded"] = (n == 0) if qid in scored else None
+
+
 def _provenance(
     edition: KeyEdition,
     compare: KeyEdition | None,
@@ -325,6 +346,12 @@ def _provenance(
         "responses_counted": (e, j, graded + ": every judge gave the same grade"),
         "responses_excluded_disagreement": (e, j, graded + ": judges differ"),
         "responses_unparsed": (e, j, graded + ": a null (unparsed) grade"),
+        "responses_missing_grade": (
+            e,
+            j,
+            f"responses of edition {e}'s scored questions without a grade row from every "
+            f"one of {who} against the effective key entry",
+        ),
         "agreement_rate": (e, j, graded + ": counted / (counted + excluded on disagreement)"),
         "n_models": (e, j, graded),
         "n_bands": (
@@ -453,6 +480,17 @@ def leaderboard_csv(doc: dict[str, Any]) -> str:
     return out.getvalue()
 
 
+def incomplete_sentence(doc: dict[str, Any]) -> str:
+    """Return the plain warning for a leaderboard or report whose `complete` is false."""
+    n = doc.get("responses_missing_grade", 0)
+    k = len(doc.get("missing_grade_by_question") or [])
+    return (
+        f"INCOMPLETE: {n} response{'' if n == 1 else 's'} of {k} scored "
+        f"question{'' if k == 1 else 's'} lack a grade from {panel_words(doc)} against "
+        f"{doc['edition']} and are not in these figures (see the notes)."
+    )
+
+
 def leaderboard_table(doc: dict[str, Any]) -> str:
     """Return the leaderboard as a plain-text table with its edition, judges and banding."""
     lines = [
@@ -467,8 +505,10 @@ def leaderboard_table(doc: dict[str, Any]) -> str:
         ),
         f"Agreement rate: {_frac_pct(doc.get('agreement_rate'))}  "
         f"Questions scored: {doc.get('questions_scored', 0)}  Bands: {doc.get('n_bands', 0)}",
-        "",
     ]
+    if doc.get("complete") is False:
+        lines.append(incomplete_sentence(doc))
+    lines.append("")
     head = (
         "band",
         "rank",
@@ -478,6 +518,7 @@ def leaderboard_table(doc: dict[str, Any]) -> str:
         "counted",
         "excl. disagree",
         "unparsed",
+        "no grade",
     )
     rows = [head]
     for m in doc["models"]:
@@ -491,6 +532,7 @@ def leaderboard_table(doc: dict[str, Any]) -> str:
                 str(m["n_counted"]),
                 str(m["n_excluded_disagreement"]),
                 str(m["n_unparsed"]),
+                str(m.get("n_missing_grade", 0)),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
@@ -619,6 +661,10 @@ def report_markdown(doc: dict[str, Any]) -> str:
             else ", no comparison edition"
         )
         + f". Grades: {panel_words(doc)}. Auditors: {', '.join(doc['auditors']) or '(none)'}.",
+    ]
+    if doc.get("complete") is False:
+        md += ["", "**" + incomplete_sentence(doc) + "**"]
+    md += [
         "",
         "## Figures",
         "",
@@ -663,6 +709,13 @@ def report_markdown(doc: dict[str, Any]) -> str:
                 "|---|---|---:|---:|---:|---:|---:|---:|",
             ]
             for g in doc["grade_changes"]:
+                if g.get("re_graded") is False:
+                    md.append(
+                        f"| {g['question_id']} | {g.get('reason') or '–'} "
+                        f"| not re-graded: {g['n_missing_grade']} responses lack a grade "
+                        "| – | – | – | – | – |"
+                    )
+                    continue
                 md.append(
                     f"| {g['question_id']} | {g.get('reason') or '–'} | {g['up']} | {g['down']} "
                     f"| {g['same']} | {g.get('newly_counted', 0)} "

@@ -40,6 +40,7 @@ from questions.selectors import (
     key_entries_for_edition,
     scored_entries,
 )
+from scoring.completeness import Completeness, missing_grades
 from scoring.engine import (
     AgreementReport,
     GradeTable,
@@ -101,6 +102,7 @@ class EditionGrades:
     n_grade_rows: int
     notes: list[str] = field(default_factory=list)
     judge_set: JudgeSet | None = None
+    completeness: Completeness | None = None
 
     @property
     def judge_ids(self) -> list[str]:
@@ -288,7 +290,10 @@ def load_edition_grades(
     judge_ids: list[str] | None = None,
     judge_set: JudgeSet | None = None,
 ) -> EditionGrades:
-    """Load the grade table of `edition` for the engine (about seven queries in all).
+    """Load the grade table of `edition` for the engine (about nine queries in all).
+
+    `completeness` counts the responses of scored questions lacking a grade from a judge
+    of the set (`scoring.completeness.missing_grades`); `notes` say so in words.
 
     The judges are `judge_set` when given (already resolved), else
     `resolve_judges(benchmark, judge_ids)`: the judge panel by default. Raises
@@ -317,7 +322,11 @@ def load_edition_grades(
     q_frame = q_frame[q_frame["keyed"]].reset_index(drop=True)
 
     rows = grade_rows(entries, judges)
+    completeness = missing_grades(
+        edition_name=edition.name, entries=entries, judges=judges, rows=rows
+    )
     notes: list[str] = [n for n in [judge_set_note(benchmark, judge_set)] if n]
+    notes += completeness.sentences()
     table = None
     if len(rows):
         entry_to_q = _lookup(entries.entry_pk.tolist(), entries.question_pk.tolist())
@@ -362,6 +371,7 @@ def load_edition_grades(
         n_grade_rows=len(rows),
         notes=notes,
         judge_set=judge_set,
+        completeness=completeness,
     )
 
 
@@ -419,6 +429,7 @@ class BoardResult:
     version: str
     panel: list[dict[str, str]] = field(default_factory=list)
     judge_set: str = PANEL
+    completeness: Completeness | None = None
 
     def leaderboard_dict(self) -> dict[str, Any]:
         """Return the cli.md `leaderboard --format json` document (plus extra keys)."""
@@ -445,9 +456,26 @@ class BoardResult:
             lb.pop("judges", None)
             lb.pop("questions_scored", None)
             base.update(lb)
-        base["notes"] = list(self.notes) + [
-            n for n in (base.get("notes") or []) if n not in self.notes
-        ]
+        if self.completeness is not None:
+            # The engine sees only responses with a grade row; these counts are over every
+            # response of a scored question (rule 12: missing grades are never silent).
+            base.update(self.completeness.to_dict())
+            by_model = self.completeness.by_model
+            for m in base["models"]:
+                m["n_missing_grade"] = by_model.get(m["model_id"], 0)
+            shown = {m["model_id"] for m in base["models"]}
+            unseen = [
+                f"model {model_id} has no row: none of its {by_model[model_id]} responses "
+                "has a grade from these judges"
+                for model_id in sorted(set(by_model) - shown)
+            ]
+        else:
+            unseen = []
+        base["notes"] = (
+            list(self.notes)
+            + [n for n in (base.get("notes") or []) if n not in self.notes]
+            + unseen
+        )
         return base
 
     def agreement_dict(self) -> dict[str, Any]:
@@ -519,6 +547,7 @@ def compute_board(
         version=version,
         panel=data.judge_set.describe() if data.judge_set else [],
         judge_set=data.judge_set.kind if data.judge_set else PANEL,
+        completeness=data.completeness,
     )
 
 

@@ -73,6 +73,9 @@ def test_report_corrected_against_original_hand_checked(tiny):
             "no_longer_counted": 0,
             "neither_counted": 0,
             "reason": "factually_wrong",
+            # issue 21: every response of Q2 has both judges' grades against the new entry
+            "n_missing_grade": 0,
+            "re_graded": True,
         }
     ]
     moves = {m["model_id"]: m for m in doc["model_moves"]}
@@ -172,4 +175,7 @@ def test_grade_changes_count_questions_moving_in_and_out_of_scoring(tiny):
         "no_longer_counted": 2,
         "neither_counted": 0,
         "reason": "factually_wrong",
+        # issue 21: Q2 is excluded in corrected-1, so there is nothing to re-grade
+        "n_missing_grade": 0,
+        "re_graded": None,
     }
