@@ -9,8 +9,6 @@ Markdown forms used by the commands and the download links.
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 import numpy as np
@@ -30,6 +28,7 @@ from scoring.selectors import (
     load_edition_grades,
     resolve_judges,
 )
+from scoring.spreadsheet import csv_text
 
 # The keys cli.md promises for `report --format json`, in display order.
 REPORT_KEYS = (
@@ -468,16 +467,14 @@ def leaderboard_csv(doc: dict[str, Any]) -> str:
     """Return the leaderboard as CSV, one row per model, in display order.
 
     Columns: LEADERBOARD_CSV_FIELDS then `edition` and `panel` (`panel_cell`) on every row.
+    Spreadsheet-safe: cells such as a tie rank `=3` or a model id `=1+2` are neutralised
+    (`scoring.spreadsheet.csv_text`).
     """
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(LEADERBOARD_CSV_FIELDS + LEADERBOARD_CSV_PROVENANCE)
     tail = [doc.get("edition", ""), panel_cell(doc)]
-    for m in doc["models"]:
-        writer.writerow(
-            ["" if m.get(k) is None else m.get(k) for k in LEADERBOARD_CSV_FIELDS] + tail
-        )
-    return out.getvalue()
+    return csv_text(
+        LEADERBOARD_CSV_FIELDS + LEADERBOARD_CSV_PROVENANCE,
+        ([m.get(k) for k in LEADERBOARD_CSV_FIELDS] + tail for m in doc["models"]),
+    )
 
 
 def incomplete_sentence(doc: dict[str, Any]) -> str:
