@@ -126,8 +126,23 @@ class LeaderboardSerializer(serializers.Serializer):
     models = ModelScoreSerializer(many=True)
 
 
+class ModelAgreementSerializer(serializers.Serializer):
+    model_id = serializers.CharField()
+    n = serializers.IntegerField()
+    n_missing = serializers.IntegerField()
+    exact_agreement = serializers.FloatField(allow_null=True)
+    cohen_kappa = serializers.FloatField(allow_null=True)
+    cohen_kappa_quadratic = serializers.FloatField(allow_null=True)
+    krippendorff_alpha_ordinal = serializers.FloatField(allow_null=True)
+    confusion = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField()))
+    notes = serializers.ListField(child=serializers.CharField())
+
+
 class PairAgreementSerializer(serializers.Serializer):
     judges = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
+    per_model = ModelAgreementSerializer(
+        many=True, help_text="The same statistics over each model's responses alone."
+    )
     n = serializers.IntegerField(help_text="Responses with a grade from both judges.")
     n_missing = serializers.IntegerField(help_text="Responses dropped: a grade null or missing.")
     exact_agreement = serializers.FloatField(allow_null=True)

@@ -579,6 +579,16 @@ def agreement_table(doc: dict[str, Any]) -> str:
             lines.append("    " + str(s).rjust(4) + "".join(str(v).rjust(width) for v in row))
         for note in p.get("notes") or []:
             lines.append(f"  note: {note}")
+        if p.get("per_model"):
+            lines.append("  per model (n, exact agreement, kappa, quadratic kappa, alpha):")
+            for m in p["per_model"]:
+                lines.append(
+                    f"    {m['model_id']}: {m['n']}, {_frac_pct(m['exact_agreement'])}, "
+                    f"{_num(m['cohen_kappa'])}, {_num(m['cohen_kappa_quadratic'])}, "
+                    f"{_num(m['krippendorff_alpha_ordinal'])}"
+                )
+                for note in m.get("notes") or []:
+                    lines.append(f"      note: {note}")
     for note in doc.get("notes") or []:
         lines.append(f"Note: {note}")
     return "\n".join(lines) + "\n"
