@@ -212,6 +212,14 @@ SPECTACULAR_SETTINGS = {
 SNAGLIST_BAND_GAP = env.float("SNAGLIST_BAND_GAP", default=1.5)
 SNAGLIST_BOOTSTRAP = env.int("SNAGLIST_BOOTSTRAP", default=1000)
 SNAGLIST_BOOTSTRAP_SEED = env.int("SNAGLIST_BOOTSTRAP_SEED", default=20240301)
+# A model with fewer counted responses than this is flagged `few_counted` on the
+# leaderboard and never ranked alone above models whose interval overlaps its own
+# (issue 21); 0 turns the flag off.
+SNAGLIST_MIN_COUNTED = env.int("SNAGLIST_MIN_COUNTED", default=30)
+if SNAGLIST_MIN_COUNTED < 0:
+    raise ImproperlyConfigured(
+        f"SNAGLIST_MIN_COUNTED must be 0 or more, not {SNAGLIST_MIN_COUNTED}"
+    )
 # Rule 4: "any_adverse" (wrong/ungradeable in any combination) or "same_verdict".
 SNAGLIST_AUDIT_EXCLUSION_RULE = env.str("SNAGLIST_AUDIT_EXCLUSION_RULE", default="any_adverse")
 if SNAGLIST_AUDIT_EXCLUSION_RULE not in {"any_adverse", "same_verdict"}:

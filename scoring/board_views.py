@@ -229,9 +229,13 @@ def _board_context(sel: dict[str, Any]) -> dict[str, Any]:
     doc = leaderboard_doc(result, sel["edition"])
     models = doc["models"]
     prev_band = None
+    pairs = {(c["above"], c["below"]): c for c in doc.get("neighbours") or []}
+    prev_model = None
     for m in models:
         m["band_start"] = m["band"] != prev_band
-        prev_band = m["band"]
+        # The paired comparison across this band boundary (issue 21), if any.
+        m["boundary"] = pairs.get((prev_model, m["model_id"])) if m["band_start"] else None
+        prev_band, prev_model = m["band"], m["model_id"]
     axis = _interval_svg(models)
     ctx: dict[str, Any] = {
         **sel,

@@ -409,10 +409,17 @@ def banding_sentence(doc: dict[str, Any]) -> str:
             "Banding: interval overlap (a model joins the band of the leader whose 95% "
             "interval it overlaps)."
         )
-    return (
+    sentence = (
         f"Banding: gap bands, threshold {doc.get('band_gap', 1.5):g} points (a new band starts "
         "where the gap to the next model is at least the threshold; gaps under it are not findings)."
     )
+    if doc.get("band_boundaries"):
+        sentence += (
+            f" {doc.get('band_boundaries_supported', 0)} of {doc['band_boundaries']} band "
+            "boundaries are supported by a paired bootstrap of per-question differences "
+            "(Miller 2024, arXiv 2411.00640)."
+        )
+    return sentence
 
 
 LEADERBOARD_CSV_FIELDS = (
@@ -426,6 +433,7 @@ LEADERBOARD_CSV_FIELDS = (
     "n_excluded_disagreement",
     "n_unparsed",
     "agreement_rate",
+    "few_counted",
 )
 # Every row also says which key edition and judges its figures are for (rule 12).
 LEADERBOARD_CSV_PROVENANCE = ("edition", "panel")
@@ -474,6 +482,25 @@ def leaderboard_csv(doc: dict[str, Any]) -> str:
     return csv_text(
         LEADERBOARD_CSV_FIELDS + LEADERBOARD_CSV_PROVENANCE,
         ([m.get(k) for k in LEADERBOARD_CSV_FIELDS] + tail for m in doc["models"]),
+    )
+
+
+def boundary_words(c: dict[str, Any] | None) -> str:
+    """Return " boundary supported|not supported (paired difference ...)" for a neighbour
+    comparison of the leaderboard JSON, or "" without one."""
+    if c is None:
+        return ""
+    if c["difference"] is None:
+        return " boundary not tested (no question counted for both)"
+    if c["supported"] is None:
+        return (
+            f" boundary not tested (no bootstrap, or only {c['n_questions']} paired "
+            f"questions; paired difference {c['difference']:.1f})"
+        )
+    verdict = "supported" if c["supported"] else "NOT supported"
+    return (
+        f" boundary {verdict}: paired difference {c['difference']:.1f} points "
+        f"[{c['ci_low']:.1f}, {c['ci_high']:.1f}] over {c['n_questions']} questions"
     )
 
 
@@ -535,9 +562,11 @@ def leaderboard_table(doc: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     left = {2}
     prev_band = None
+    pairs = {(c["above"], c["below"]): c for c in doc.get("neighbours") or []}
     for n, r in enumerate(rows):
         if n > 1 and r[0] != prev_band:
-            lines.append("-" * (sum(widths) + 2 * (len(widths) - 1)))
+            rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
+            lines.append(rule + boundary_words(pairs.get((rows[n - 1][2], r[2]))))
         prev_band = r[0] if n else None
         lines.append(
             "  ".join(

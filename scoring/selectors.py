@@ -525,7 +525,12 @@ def compute_board(
     notes = list(data.notes)
     if data.table is not None:
         board = compute_leaderboard(
-            data.table, band_gap=band_gap, banding=banding, n_bootstrap=n_bootstrap, seed=seed
+            data.table,
+            band_gap=band_gap,
+            banding=banding,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            min_counted=settings.SNAGLIST_MIN_COUNTED,
         )
         agreement = compute_agreement(data.table)
     return BoardResult(
@@ -588,6 +593,7 @@ def board_for_edition(
                     n_bootstrap,
                     seed,
                     banding,
+                    settings.SNAGLIST_MIN_COUNTED,
                     version,
                 )
             ).encode()
