@@ -223,6 +223,12 @@ class ReportSerializer(serializers.Serializer):
     kendall_tau = serializers.FloatField(allow_null=True)
     grade_changes = GradeChangeSerializer(many=True)
     provenance = serializers.DictField(child=ProvenanceSerializer())
+    judge_diagnostics = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Per judge: length_grade {n, spearman, ci_low, ci_high, cannot_compute} "
+        "and own_vendor {vendor, own_vendor_models, n_own, n_other, own_vendor_difference, "
+        "other_vendor_difference, excess, cannot_compute}.",
+    )
     notes = serializers.ListField(child=serializers.CharField())
 
 

@@ -231,6 +231,9 @@ def build_report(
     if compare is not None:
         _add_comparison(doc, compare, data, board, judge_ids)
         _mark_not_regraded(doc["grade_changes"], data)
+    from scoring.judge_diagnostics import judge_diagnostics
+
+    doc["judge_diagnostics"] = judge_diagnostics(data)
     doc["provenance"] = _provenance(
         edition, compare, board, judge_names, auditor_names, panel_words(doc)
     )
@@ -685,6 +688,41 @@ def figure_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
+def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """Return the Markdown lines of the report's judge diagnostics ([] without any)."""
+    if not rows:
+        return []
+    md = [
+        "",
+        "## Judge diagnostics",
+        "",
+        "Length: Spearman's rank correlation of response length (characters) with the "
+        "judge's grade, 95% interval (Fisher z, Bonett & Wright 2000). Own vendor: mean of "
+        "(judge's grade - mean grade of the judges of other vendors) on the same responses, "
+        "for models of the judge's vendor, for the other models, and the excess (grade "
+        "points).",
+        "",
+        "| judge | length rho [95%] | n | vendor | own vendor | other models | excess |",
+        "|---|---|---:|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        lg, ov = r["length_grade"], r["own_vendor"]
+        rho = (
+            f"{lg['spearman']:.3f} [{lg['ci_low']:.3f}, {lg['ci_high']:.3f}]"
+            if lg["spearman"] is not None
+            else f"cannot compute: {lg['cannot_compute']}"
+        )
+        if ov["cannot_compute"]:
+            own = f"cannot compute: {ov['cannot_compute']} | – | –"
+        else:
+            own = (
+                f"{_num(ov['own_vendor_difference'])} | {_num(ov['other_vendor_difference'])} "
+                f"| {_num(ov['excess'])}"
+            )
+        md.append(f"| {r['judge']} | {rho} | {lg['n']} | {ov['vendor'] or '–'} | {own} |")
+    return md
+
+
 def report_markdown(doc: dict[str, Any]) -> str:
     """Return the methodology report as Markdown (for people)."""
     md = [
@@ -759,6 +797,7 @@ def report_markdown(doc: dict[str, Any]) -> str:
                 )
         else:
             md.append("No key entry differs between the two editions.")
+    md += diagnostics_markdown(doc.get("judge_diagnostics") or [])
     if doc["notes"]:
         md += ["", "## Notes", ""] + [f"- {n}" for n in doc["notes"]]
     return "\n".join(md) + "\n"
