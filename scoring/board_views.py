@@ -26,6 +26,7 @@ from scoring.report import (
     leaderboard_csv,
     panel_words,
     report_markdown,
+    robustness_lines,
 )
 from scoring.selectors import BANDINGS, BoardResult, board_for_edition
 
@@ -387,6 +388,8 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
         "figures": figure_rows(doc) if doc else [],
         "banding_sentence": banding_sentence(doc) if doc else "",
         "panel_words": panel_words(doc) if doc else "",
+        # The flip count and correction margin sentences, without the Markdown heading.
+        "robustness_sentences": robustness_lines(doc)[3:] if doc else [],
         # The reason codes of the JSON and Markdown report, in words for the page.
         "grade_change_rows": [
             {**g, "reason_label": REASON_LABELS.get(g["reason"], g["reason"])}

@@ -363,6 +363,33 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
     return md
 
 
+def robustness_lines(doc: dict[str, Any]) -> list[str]:
+    """Return the sentences on the top 3's flip count and the corrections' margin (Markdown
+    lines, also shown on the report page)."""
+    out: list[str] = []
+    flip = doc.get("top3_flip_count")
+    if flip:
+        if flip["flip_count"] is not None:
+            out.append(
+                f"Worst-case flip count: {flip['flip_count']} key correction"
+                f"{'' if flip['flip_count'] == 1 else 's'} could change the top 3 "
+                f"({', '.join(map(str, flip['top']))}), first by putting {flip['pair'][1]} "
+                f"above {flip['pair'][0]} ({flip['gap']:.2f} points apart). Method: "
+                f"{flip['method']}."
+            )
+        else:
+            out.append(f"Worst-case flip count: cannot compute: {flip['cannot_compute']}.")
+    margin = doc.get("correction_margin")
+    if margin:
+        covers = "covers" if margin["band_gap_covers"] else "does not cover"
+        out.append(
+            f"The corrections moved model scores by up to {margin['max_move']:.2f} points "
+            f"(median {margin['median_move']:.2f}); the band gap of {margin['band_gap']:g} "
+            f"points {covers} that margin."
+        )
+    return ["", "## How robust the top is", "", *out] if out else []
+
+
 def report_markdown(doc: dict[str, Any]) -> str:
     """Return the methodology report as Markdown (for people)."""
     md = [
@@ -396,6 +423,7 @@ def report_markdown(doc: dict[str, Any]) -> str:
             )
     else:
         md.append("No model has a counted response in this edition.")
+    md += robustness_lines(doc)
     if doc["compare_edition"]:
         md += ["", f"## Robustness: {doc['compare_edition']} → {doc['edition']}", ""]
         if doc["model_moves"]:

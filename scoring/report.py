@@ -14,8 +14,9 @@ import numpy as np
 
 from questions.models import KeyEdition, KeyEntry
 from scoring.audit_rule import SINGLE, audit_decisions
-from scoring.engine import agreed_grades, compare_leaderboards, grade_changes
+from scoring.engine import agreed_grades, classify_responses, compare_leaderboards, grade_changes
 from scoring.engine.robustness import GradeChange
+from scoring.engine.support import top_k_flip_count
 from scoring.models import Grade
 
 # The renderers live in scoring.render; their names stay importable from here.
@@ -33,6 +34,7 @@ from scoring.render import (  # noqa: F401
     panel_cell,
     panel_words,
     report_markdown,
+    robustness_lines,
 )
 from scoring.selectors import (
     BoardResult,
@@ -217,10 +219,12 @@ def build_report(
         "bottom5_unchanged": None,
         "kendall_tau": None,
         "model_moves": [],
+        "correction_margin": None,
         "grade_changes": [],
         "notes": list(board.notes) + (list(lb.notes) if lb else []),
     }
 
+    doc["top3_flip_count"] = _flip_count(data, lb)
     if compare is not None:
         _add_comparison(doc, compare, data, board, judge_ids)
         _mark_not_regraded(doc["grade_changes"], data)
@@ -253,6 +257,7 @@ def _add_comparison(
         doc["kendall_tau"] = robust["kendall_tau"]
         doc["model_moves"] = robust["models"]
         doc["band_changes"] = robust["band_changes"]
+        _correction_margin(doc, board.band_gap)
         doc["n_bands_compare"] = robust["n_bands_original"]
         doc["notes"] += [n for n in robust["notes"] if n not in doc["notes"]]
     changed = _changed_question_ids(data, cmp_data)
@@ -276,6 +281,43 @@ def _add_comparison(
         doc["grade_changes"] = [
             {**GradeChange(q, 0, 0, 0, 0).to_dict(), "reason": ""} for q in changed
         ]
+
+
+def _flip_count(data: EditionGrades, lb: Any) -> dict[str, Any] | None:
+    """Return `scoring.engine.support.top_k_flip_count` for the edition's top 3 (None
+    without a leaderboard)."""
+    table = data.table
+    if table is None or lb is None:
+        return None
+    status = classify_responses(table.scored_codes(), table.scale)
+    span = float(table.scale[-1] - table.scale[0])
+    index = {m: i for i, m in enumerate(table.model_ids.tolist())}
+    order = [index[m.model_id] for m in lb.models if m.score is not None]
+    return top_k_flip_count(
+        status.points / span, status.counted, order, table.model_ids.tolist(), k=3
+    )
+
+
+def _correction_margin(doc: dict[str, Any], band_gap: float) -> None:
+    """Add `correction_margin`: how far the corrections between the compared editions moved
+    each model's score (absolute points), and whether the band gap covers the largest move
+    (the write-up chose 1.5 points as "the margin our own corrections moved things")."""
+    moves = [
+        abs(m["score_corrected"] - m["score_original"])
+        for m in doc["model_moves"]
+        if m["score_corrected"] is not None and m["score_original"] is not None
+    ]
+    if not moves:
+        doc["correction_margin"] = None
+        return
+    largest = max(moves)
+    doc["correction_margin"] = {
+        "n_models": len(moves),
+        "max_move": round(largest, 4),
+        "median_move": round(float(np.median(moves)), 4),
+        "band_gap": band_gap,
+        "band_gap_covers": band_gap >= largest,
+    }
 
 
 def _mark_not_regraded(changes: list[dict[str, Any]], data: EditionGrades) -> None:

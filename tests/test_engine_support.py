@@ -125,3 +125,29 @@ def test_too_few_paired_questions_leave_the_boundary_untested():
         min_questions=30,
     )
     assert (c.n_questions, c.difference, c.ci_low, c.supported) == (2, 50.0, None, None)
+
+
+def _flip(rows: dict[str, list[float]]) -> dict:
+    from scoring.engine.support import top_k_flip_count
+
+    ids = list(rows)
+    points = np.column_stack([rows[m] for m in ids])
+    return top_k_flip_count(points, np.ones_like(points, dtype=bool), list(range(len(ids))), ids)
+
+
+def test_flip_count_by_hand():
+    # Scores 100, 87.5, 75, 62.5 on four questions. C vs D: gap 12.5; correcting q1
+    # (C 1 -> 0, D 0.5 -> 1) closes 25 * (1 + 0.5) = 37.5 > 12.5: one correction. B vs D
+    # (gap 25) also needs one; the closer pair is named.
+    one = _flip(
+        {"A": [1, 1, 1, 1], "B": [1, 1, 1, 0.5], "C": [1, 1, 0.5, 0.5], "D": [1, 0.5, 0.5, 0.5]}
+    )
+    assert (one["flip_count"], one["pair"], one["gap"]) == (1, ["C", "D"], 12.5)
+    assert one["top"] == ["A", "B", "C"]
+    # D at 0: C vs D gap 75, gains 50, 50, 37.5, 37.5 -> two corrections (100 > 75);
+    # B vs D (gap 87.5) also two; A vs D needs three (50 + 50 is not more than 100).
+    two = _flip({"A": [1, 1, 1, 1], "B": [1, 1, 1, 0.5], "C": [1, 1, 0.5, 0.5], "D": [0, 0, 0, 0]})
+    assert (two["flip_count"], two["pair"], two["gap"]) == (2, ["C", "D"], 75.0)
+    few = _flip({"A": [1.0], "B": [0.5]})
+    assert few["flip_count"] is None
+    assert few["cannot_compute"] == "2 scored models: no model outside the top 3"

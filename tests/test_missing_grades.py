@@ -101,3 +101,17 @@ def test_report_of_a_re_graded_correction_keeps_its_counts(tiny):
     # mA 0,0 -> 2,2 (up); mB 1,1 -> 1,1 (same)
     assert (q2["up"], q2["down"], q2["same"], q2["re_graded"]) == (1, 0, 1, True)
     assert doc["complete"] is True
+
+
+def test_report_states_the_corrections_margin_against_the_band_gap(tiny):
+    # original -> corrected-1: mA 62.5 -> 83.33 (moved 20.83), mB 75.0 -> 75.0 (0).
+    doc = build_report(tiny["corrected"], compare=tiny["original"])
+    margin = doc["correction_margin"]
+    assert margin["max_move"] == pytest.approx(125 / 6, abs=1e-3)
+    assert margin["median_move"] == pytest.approx(125 / 12, abs=1e-3)
+    assert (margin["band_gap"], margin["band_gap_covers"]) == (1.5, False)
+    md = report_markdown(doc)
+    assert "the band gap of 1.5 points does not cover that margin" in md
+    assert doc["top3_flip_count"]["cannot_compute"] == (
+        "2 scored models: no model outside the top 3"
+    )

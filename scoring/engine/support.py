@@ -190,3 +190,70 @@ def shared_ranks(
                 changed[m] = (f"={top}", top)
         start = stop + 1
     return changed, notes
+
+
+def top_k_flip_count(
+    points: np.ndarray,
+    counted: np.ndarray,
+    order: Sequence[int],
+    model_ids: Sequence[Hashable],
+    *,
+    k: int = 3,
+) -> dict[str, Any]:
+    """Return the smallest number of key corrections that could change the top `k` set.
+
+    Worst case: a correction of question q may re-grade every response to q, so it can
+    move a top-k model t's counted grade on q to the scale minimum and an outside model
+    o's to the maximum (counted responses stay counted). In score points that closes
+    the gap by g_q = 100 * ((1 - p_o,q) * c_o,q / n_o + p_t,q * c_t,q / n_t), with p the
+    counted grade as a fraction of the scale range, c 1 if counted and n the counted
+    responses. The top-k set changes once t falls below o: for each pair (t in the top k,
+    o outside) the fewest questions whose largest gains sum to more than score_t -
+    score_o (greedy over sorted gains, exact for one pair since gains add up), minimised
+    over pairs; `pair` is the pair needing the fewest, the closest such pair on a tie. `points`, `counted` (Q, M); `order`: scored model columns, best first.
+
+    Returns {"flip_count": int or None, "top": [ids], "pair": [t, o] or None, "gap": points
+    or None, "method": str, "cannot_compute": reason or None}. An upper bound on how
+    robust the top k is: real corrections move grades less than the worst case.
+    """
+    method = (
+        "fewest corrected questions whose worst-case re-grading (a top model's counted "
+        f"grades to the minimum, an outside model's to the maximum) closes a top-{k} gap; "
+        "greedy per pair of models, minimum over pairs; counted responses stay counted"
+    )
+    out: dict[str, Any] = {
+        "flip_count": None,
+        "top": [model_ids[i] for i in order[:k]],
+        "pair": None,
+        "gap": None,
+        "method": method,
+        "cannot_compute": None,
+    }
+    if len(order) <= k:
+        out["cannot_compute"] = f"{len(order)} scored models: no model outside the top {k}"
+        return out
+    c = counted.astype(bool)
+    n = c.sum(axis=0).astype(float)
+    scores = 100.0 * np.where(c, points, 0.0).sum(axis=0) / np.maximum(n, 1)
+    best: tuple[int, int, int, float] | None = None
+    for t in order[:k]:
+        for o in order[k:]:
+            gain = 100.0 * (
+                np.where(c[:, o], 1.0 - points[:, o], 0.0) / max(n[o], 1.0)
+                + np.where(c[:, t], points[:, t], 0.0) / max(n[t], 1.0)
+            )
+            gap = float(scores[t] - scores[o])
+            reach = np.cumsum(np.sort(gain)[::-1])
+            enough = np.flatnonzero(reach > gap + 1e-9)
+            # Fewest corrections first; among equals the closest pair (smallest gap).
+            if enough.size and (best is None or (enough[0] + 1, gap) < (best[0], best[3])):
+                best = (int(enough[0]) + 1, t, o, gap)
+    if best is None:
+        out["cannot_compute"] = "no set of corrections could change the top models"
+        return out
+    out.update(
+        flip_count=best[0],
+        pair=[model_ids[best[1]], model_ids[best[2]]],
+        gap=round(best[3], 4),
+    )
+    return out
