@@ -386,6 +386,12 @@ def robustness_lines(doc: dict[str, Any]) -> list[str]:
             f"The corrections moved model scores by up to {margin['max_move']:.2f} points "
             f"(median {margin['median_move']:.2f}); the band gap of {margin['band_gap']:g} "
             f"points {covers} that margin."
+            + (
+                ""
+                if margin.get("complete", True)
+                else " Not the corrections' effect alone: some responses of this edition "
+                "lack grades and are missing from its scores."
+            )
         )
     return ["", "## How robust the top is", "", *out] if out else []
 

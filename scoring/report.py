@@ -301,7 +301,9 @@ def _flip_count(data: EditionGrades, lb: Any) -> dict[str, Any] | None:
 def _correction_margin(doc: dict[str, Any], band_gap: float) -> None:
     """Add `correction_margin`: how far the corrections between the compared editions moved
     each model's score (absolute points), and whether the band gap covers the largest move
-    (the write-up chose 1.5 points as "the margin our own corrections moved things")."""
+    (the write-up chose 1.5 points as "the margin our own corrections moved things").
+    `complete` is false when this edition lacks grades, so the moves are not the
+    corrections' effect alone."""
     moves = [
         abs(m["score_corrected"] - m["score_original"])
         for m in doc["model_moves"]
@@ -317,6 +319,9 @@ def _correction_margin(doc: dict[str, Any], band_gap: float) -> None:
         "median_move": round(float(np.median(moves)), 4),
         "band_gap": band_gap,
         "band_gap_covers": band_gap >= largest,
+        # Responses lacking grades drop out of one edition's scores: the moves then are not
+        # the corrections' effect alone (rule 12), and the margin must say so.
+        "complete": bool(doc["complete"]),
     }
 
 

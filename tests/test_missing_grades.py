@@ -110,6 +110,11 @@ def test_report_states_the_corrections_margin_against_the_band_gap(tiny):
     assert margin["max_move"] == pytest.approx(125 / 6, abs=1e-3)
     assert margin["median_move"] == pytest.approx(125 / 12, abs=1e-3)
     assert (margin["band_gap"], margin["band_gap_covers"]) == (1.5, False)
+    assert margin["complete"] is True
+    _drop_corrected_q2_grades(tiny)
+    incomplete = build_report(tiny["corrected"], compare=tiny["original"])
+    assert incomplete["correction_margin"]["complete"] is False
+    assert "Not the corrections' effect alone" in report_markdown(incomplete)
     md = report_markdown(doc)
     assert "the band gap of 1.5 points does not cover that margin" in md
     assert doc["top3_flip_count"]["cannot_compute"] == (
