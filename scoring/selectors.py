@@ -33,6 +33,7 @@ from questions.models import (
     KeyEntry,
     ModelUnderTest,
     Question,
+    Response,
 )
 from questions.selectors import (
     edition_ancestry_ids,
@@ -380,8 +381,9 @@ def data_version(edition: KeyEdition, judges: list[JudgeRef]) -> str:
     """Return a short digest that changes whenever an input of the edition's figures changes.
 
     Covers: the grades of the benchmark (max id + count), exclusions by audit of the chain's
-    entries (count + max id), the edition chain (ids, status, entries max id + count) and
-    the judges' prompt versions. Four queries (with the chain's).
+    entries (count + max id), the edition chain (ids, status, entries max id + count), the
+    benchmark's responses (count + max id, for the missing-grade counts) and the judges'
+    prompt versions. Five queries (with the chain's).
     """
     grades = Grade.objects.filter(judge__benchmark_id=edition.benchmark_id).aggregate(
         n=Count("id"), last=Max("id")
@@ -391,6 +393,10 @@ def data_version(edition: KeyEdition, judges: list[JudgeRef]) -> str:
         n=Count("id"), last=Max("id")
     )
     keyed = KeyEntry.objects.filter(edition_id__in=chain).aggregate(n=Count("id"), last=Max("id"))
+    # Responses too: a response with no grade yet changes the completeness figures.
+    responses = Response.objects.filter(question__benchmark_id=edition.benchmark_id).aggregate(
+        n=Count("id"), last=Max("id")
+    )
     parts = [
         grades["n"],
         grades["last"],
@@ -401,6 +407,8 @@ def data_version(edition: KeyEdition, judges: list[JudgeRef]) -> str:
         edition.published_at,
         keyed["n"],
         keyed["last"],
+        responses["n"],
+        responses["last"],
         [(j.pk, j.prompt_version) for j in judges],
     ]
     return hashlib.sha1(repr(parts).encode()).hexdigest()[:16]

@@ -16,7 +16,7 @@ import pytest
 from scoring.models import Grade
 from scoring.report import build_report, report_markdown
 from scoring.services.panel import judge_panel_set
-from tests.test_leaderboard import build_tiny, run, run_json
+from tests.test_leaderboard import _private_cache, build_tiny, run, run_json  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -119,4 +119,19 @@ def test_report_states_the_corrections_margin_against_the_band_gap(tiny):
     assert "the band gap of 1.5 points does not cover that margin" in md
     assert doc["top3_flip_count"]["cannot_compute"] == (
         "2 scored models: no model outside the top 3"
+    )
+
+
+def test_a_new_ungraded_response_shows_through_the_cache(tiny):
+    from questions.models import ModelUnderTest, Response
+
+    first = run_json("leaderboard", "--edition", "original")  # cached from here on
+    assert first["complete"] is True
+    mC = ModelUnderTest.objects.create(benchmark=tiny["benchmark"], model_id="mC", name="C")
+    Response.objects.create(question=tiny["questions"]["Q1"], model=mC, text="new")
+    again = run_json("leaderboard", "--edition", "original")
+    assert again["complete"] is False and again["responses_missing_grade"] == 1
+    assert (
+        "model mC has no row: none of its 1 responses has a grade from these judges"
+        in (again["notes"])
     )
