@@ -250,6 +250,10 @@ SPECTACULAR_SETTINGS = {
 SNAGLIST_BAND_GAP = number("SNAGLIST_BAND_GAP", float, 1.5, above=0, maximum=100)
 SNAGLIST_BOOTSTRAP = number("SNAGLIST_BOOTSTRAP", int, 1000, minimum=1)
 SNAGLIST_BOOTSTRAP_SEED = number("SNAGLIST_BOOTSTRAP_SEED", int, 20240301, minimum=0)
+# A model with fewer counted responses than this is flagged `few_counted` on the
+# leaderboard and never ranked alone above models whose interval overlaps its own
+# (issue 21); 0 turns the flag off.
+SNAGLIST_MIN_COUNTED = number("SNAGLIST_MIN_COUNTED", int, 30, minimum=0)
 # Rule 4: "any_adverse" (wrong/ungradeable in any combination) or "same_verdict".
 SNAGLIST_AUDIT_EXCLUSION_RULE = choice(
     "SNAGLIST_AUDIT_EXCLUSION_RULE", "any_adverse", {"any_adverse", "same_verdict"}

@@ -35,6 +35,7 @@ class Action(models.TextChoices):
     QUESTION_EXCLUDE = "question.exclude", "excluded the question from scoring"
     TRIAGE_RUN = "triage.run", "ran triage"
     USER_ROLES = "user.roles", "changed a user's roles"
+    JUDGE_PANEL_SET = "judge_panel.set", "set the judge panel"
 
 
 def action_label(action: str) -> str:

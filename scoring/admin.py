@@ -110,3 +110,12 @@ class RunItemAdmin(ViewOnlyAdmin):
     list_display = ["id", "run", "judge", "state", "attempts", "lease_until"]
     list_filter = ["state", "judge"]
     raw_id_fields = ["run", "response", "key_entry"]
+
+
+@admin.register(m.PanelMember)
+class PanelMemberAdmin(ViewOnlyAdmin):
+    """The judge panel: changed with `manage.py panel --set` (audit-logged), never by hand."""
+
+    list_display = ["benchmark", "judge", "prompt_version", "added_at"]
+    list_filter = ["benchmark"]
+    list_select_related = ["benchmark", "judge"]

@@ -74,10 +74,30 @@ class ModelScoreSerializer(serializers.Serializer):
     categories = CategoryScoreSerializer(many=True)
 
 
+class MissingByQuestionSerializer(serializers.Serializer):
+    question_id = serializers.CharField()
+    n_missing_grade = serializers.IntegerField()
+
+
+class PanelMemberSerializer(serializers.Serializer):
+    judge = serializers.CharField()
+    prompt_version = serializers.CharField()
+
+
+JUDGE_SET_HELP = (
+    "panel: the benchmark's judge panel (the published figures); requested: other judges "
+    "asked for with `judges`; active: no panel is set, every active judge."
+)
+
+
 class LeaderboardSerializer(serializers.Serializer):
     benchmark = serializers.CharField()
     edition = serializers.CharField()
     judges = serializers.ListField(child=serializers.CharField())
+    panel = PanelMemberSerializer(many=True, help_text="The judges the figures are for.")
+    judge_set = serializers.ChoiceField(
+        choices=["panel", "requested", "active"], help_text=JUDGE_SET_HELP
+    )
     band_gap = serializers.FloatField(help_text="Percentage points.")
     banding = serializers.ChoiceField(choices=BANDINGS)
     agreement_rate = serializers.FloatField(allow_null=True, help_text="Fraction 0-1.")
@@ -92,6 +112,11 @@ class LeaderboardSerializer(serializers.Serializer):
     responses_counted = serializers.IntegerField(required=False)
     responses_excluded_disagreement = serializers.IntegerField(required=False)
     responses_unparsed = serializers.IntegerField(required=False)
+    responses_missing_grade = serializers.IntegerField(
+        help_text="Responses of scored questions lacking a grade from a judge of the set."
+    )
+    complete = serializers.BooleanField(help_text="False when responses_missing_grade > 0.")
+    missing_grade_by_question = MissingByQuestionSerializer(many=True)
     notes = serializers.ListField(child=serializers.CharField())
     stale = serializers.BooleanField(
         help_text="True while the edition's newest re-scoring run is unfinished, or when it "
@@ -101,8 +126,23 @@ class LeaderboardSerializer(serializers.Serializer):
     models = ModelScoreSerializer(many=True)
 
 
+class ModelAgreementSerializer(serializers.Serializer):
+    model_id = serializers.CharField()
+    n = serializers.IntegerField()
+    n_missing = serializers.IntegerField()
+    exact_agreement = serializers.FloatField(allow_null=True)
+    cohen_kappa = serializers.FloatField(allow_null=True)
+    cohen_kappa_quadratic = serializers.FloatField(allow_null=True)
+    krippendorff_alpha_ordinal = serializers.FloatField(allow_null=True)
+    confusion = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField()))
+    notes = serializers.ListField(child=serializers.CharField())
+
+
 class PairAgreementSerializer(serializers.Serializer):
     judges = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
+    per_model = ModelAgreementSerializer(
+        many=True, help_text="The same statistics over each model's responses alone."
+    )
     n = serializers.IntegerField(help_text="Responses with a grade from both judges.")
     n_missing = serializers.IntegerField(help_text="Responses dropped: a grade null or missing.")
     exact_agreement = serializers.FloatField(allow_null=True)
@@ -117,6 +157,10 @@ class AgreementSerializer(serializers.Serializer):
     benchmark = serializers.CharField()
     edition = serializers.CharField()
     judges = serializers.ListField(child=serializers.CharField())
+    panel = PanelMemberSerializer(many=True, help_text="The judges the figures are for.")
+    judge_set = serializers.ChoiceField(
+        choices=["panel", "requested", "active"], help_text=JUDGE_SET_HELP
+    )
     scale = serializers.ListField(child=serializers.IntegerField(), required=False)
     pairs = PairAgreementSerializer(many=True)
     notes = serializers.ListField(child=serializers.CharField())
@@ -132,6 +176,11 @@ class GradeChangeSerializer(serializers.Serializer):
     no_longer_counted = serializers.IntegerField()
     neither_counted = serializers.IntegerField()
     reason = serializers.CharField(required=False)
+    re_graded = serializers.BooleanField(
+        help_text="False when responses lack a grade against the corrected entry: the "
+        "counts are then not a finding."
+    )
+    n_missing_grade = serializers.IntegerField()
 
 
 class ProvenanceSerializer(serializers.Serializer):
@@ -146,6 +195,10 @@ class ReportSerializer(serializers.Serializer):
     edition = serializers.CharField()
     compare_edition = serializers.CharField(allow_null=True)
     judges = serializers.ListField(child=serializers.CharField())
+    panel = PanelMemberSerializer(many=True, help_text="The judges the figures are for.")
+    judge_set = serializers.ChoiceField(
+        choices=["panel", "requested", "active"], help_text=JUDGE_SET_HELP
+    )
     auditors = serializers.ListField(child=serializers.CharField())
     questions_total = serializers.IntegerField()
     questions_scored = serializers.IntegerField()
@@ -159,6 +212,9 @@ class ReportSerializer(serializers.Serializer):
     responses_counted = serializers.IntegerField()
     responses_excluded_disagreement = serializers.IntegerField()
     responses_unparsed = serializers.IntegerField()
+    responses_missing_grade = serializers.IntegerField()
+    complete = serializers.BooleanField()
+    missing_grade_by_question = MissingByQuestionSerializer(many=True)
     agreement_rate = serializers.FloatField(allow_null=True)
     n_models = serializers.IntegerField()
     n_bands = serializers.IntegerField()
@@ -167,6 +223,12 @@ class ReportSerializer(serializers.Serializer):
     kendall_tau = serializers.FloatField(allow_null=True)
     grade_changes = GradeChangeSerializer(many=True)
     provenance = serializers.DictField(child=ProvenanceSerializer())
+    judge_diagnostics = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Per judge: length_grade {n, spearman, ci_low, ci_high, cannot_compute} "
+        "and own_vendor {vendor, own_vendor_models, n_own, n_other, own_vendor_difference, "
+        "other_vendor_difference, excess, cannot_compute}.",
+    )
     notes = serializers.ListField(child=serializers.CharField())
 
 

@@ -24,7 +24,9 @@ from scoring.report import (
     build_report,
     figure_rows,
     leaderboard_csv,
+    panel_words,
     report_markdown,
+    robustness_lines,
 )
 from scoring.selectors import BANDINGS, BoardResult, board_for_edition
 
@@ -228,9 +230,13 @@ def _board_context(sel: dict[str, Any]) -> dict[str, Any]:
     doc = leaderboard_doc(result, sel["edition"])
     models = doc["models"]
     prev_band = None
+    pairs = {(c["above"], c["below"]): c for c in doc.get("neighbours") or []}
+    prev_model = None
     for m in models:
         m["band_start"] = m["band"] != prev_band
-        prev_band = m["band"]
+        # The paired comparison across this band boundary (issue 21), if any.
+        m["boundary"] = pairs.get((prev_model, m["model_id"])) if m["band_start"] else None
+        prev_band, prev_model = m["band"], m["model_id"]
     axis = _interval_svg(models)
     ctx: dict[str, Any] = {
         **sel,
@@ -244,6 +250,7 @@ def _board_context(sel: dict[str, Any]) -> dict[str, Any]:
         "agreement": result.agreement_dict(),
         "pairs": _pairs_for_display(result.agreement_dict()),
         "banding_sentence": banding_sentence(doc),
+        "panel_words": panel_words(doc),
         "agreement_pct": None
         if doc["agreement_rate"] is None
         else round(100 * doc["agreement_rate"], 1),
@@ -380,6 +387,9 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
         "error": error,
         "figures": figure_rows(doc) if doc else [],
         "banding_sentence": banding_sentence(doc) if doc else "",
+        "panel_words": panel_words(doc) if doc else "",
+        # The flip count and correction margin sentences, without the Markdown heading.
+        "robustness_sentences": robustness_lines(doc)[3:] if doc else [],
         # The reason codes of the JSON and Markdown report, in words for the page.
         "grade_change_rows": [
             {**g, "reason_label": REASON_LABELS.get(g["reason"], g["reason"])}

@@ -58,6 +58,33 @@ class Judge(models.Model):
         return f"{self.judge_id} ({self.get_role_display().lower()})"
 
 
+class PanelMember(models.Model):
+    """One judge, at one prompt version, of a benchmark's judge panel (methodology rule 12).
+
+    The panel is the set of judges whose grades make the benchmark's published figures:
+    leaderboards, agreement and reports use these judges at these prompt versions unless
+    another set is asked for explicitly. A judge added later, or grades under another
+    prompt version, change no figure of the panel. Written only by
+    `scoring.services.panel.judge_panel_set` (audit-logged).
+    """
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="panel")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="panel_seats")
+    prompt_version = models.CharField(max_length=50)
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["benchmark", "judge__judge_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["benchmark", "judge"], name="panelmember_unique_judge_per_benchmark"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge.judge_id}@{self.prompt_version} on the panel of {self.benchmark}"
+
+
 class ScoringRun(models.Model):
     """A re-scoring run (grades) or an audit run (verdicts) for one key edition."""
 

@@ -1,25 +1,41 @@
-"""The methodology report (methodology.md rule 12) and the text renderings of scoring figures.
+"""The methodology report (methodology.md rule 12): every figure of the write-up, with provenance.
 
 `build_report` computes every figure of the original write-up from stored data for one key
 edition (optionally against a comparison edition) and says, per figure, which key edition,
-judges or auditors and which rows it was computed from (`provenance`). The renderers turn
-the JSON documents of the leaderboard, agreement and report into the table, CSV and
-Markdown forms used by the commands and the download links.
+judges or auditors and which rows it was computed from (`provenance`). The renderers of
+the JSON documents (tables, CSV, Markdown) are in `scoring.render`, re-exported here.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 import numpy as np
 
 from questions.models import KeyEdition, KeyEntry
 from scoring.audit_rule import SINGLE, TO_REVIEW, audit_decisions
-from scoring.engine import agreed_grades, compare_leaderboards, grade_changes
+from scoring.engine import agreed_grades, classify_responses, compare_leaderboards, grade_changes
 from scoring.engine.robustness import GradeChange
+from scoring.engine.support import top_k_flip_count
 from scoring.models import Grade
+
+# The renderers live in scoring.render; their names stay importable from here.
+from scoring.render import (  # noqa: F401
+    LABELS,
+    LEADERBOARD_CSV_FIELDS,
+    agreement_table,
+    banding_sentence,
+    boundary_words,
+    diagnostics_markdown,
+    figure_rows,
+    incomplete_sentence,
+    leaderboard_csv,
+    leaderboard_table,
+    panel_cell,
+    panel_words,
+    report_markdown,
+    robustness_lines,
+)
 from scoring.selectors import (
     BoardResult,
     EditionGrades,
@@ -28,6 +44,7 @@ from scoring.selectors import (
     auditors,
     board_for_edition,
     load_edition_grades,
+    resolve_judges,
 )
 
 # The keys cli.md promises for `report --format json`, in display order.
@@ -47,6 +64,7 @@ REPORT_KEYS = (
     "responses_counted",
     "responses_excluded_disagreement",
     "responses_unparsed",
+    "responses_missing_grade",
     "agreement_rate",
     "n_models",
     "n_bands",
@@ -54,28 +72,6 @@ REPORT_KEYS = (
     "bottom5_unchanged",
     "grade_changes",
 )
-
-LABELS = {
-    "questions_total": "Questions in the set",
-    "questions_scored": "Questions scored",
-    "excluded_by_audit": "Excluded by the key audit (both auditors adverse)",
-    "removed_by_review": "Removed from scoring by review",
-    "corrected": "Corrected key entries",
-    "single_auditor_flags": "Single-auditor flags sent to review",
-    "audit_sent_to_review": "Questions the key audit sent to review (any reason)",
-    "judge_flagged": "Questions flagged by a judge (shortlist)",
-    "auditor_agreement_rate": "Auditor agreement rate",
-    "responses_total": "Responses graded",
-    "responses_counted": "Responses counted (judges agree)",
-    "responses_excluded_disagreement": "Responses excluded on disagreement",
-    "responses_unparsed": "Responses with an unparsed grade",
-    "agreement_rate": "Judge agreement rate",
-    "n_models": "Models under test scored",
-    "n_bands": "Bands",
-    "top3_unchanged": "Top 3 unchanged",
-    "bottom5_unchanged": "Bottom 5 unchanged",
-    "kendall_tau": "Kendall's tau between the two rankings",
-}
 
 
 def _rate(num: int, den: int) -> float | None:
@@ -184,8 +180,9 @@ def build_report(
     benchmark = edition.benchmark
     if compare is not None and compare.benchmark_id != edition.benchmark_id:
         raise DomainError("the comparison edition belongs to another benchmark")
+    judge_set = resolve_judges(benchmark, judge_ids)
     board = board_for_edition(edition, judge_ids=judge_ids)
-    data = load_edition_grades(edition, judge_ids=board.judges or None)
+    data = load_edition_grades(edition, judge_set=judge_set)
     lb = board.leaderboard
     entry_pks = data.entries.entry_pk.tolist()
     audit_refs = auditors(benchmark)
@@ -200,6 +197,8 @@ def build_report(
         "edition_status": edition.status,
         "compare_edition": compare.name if compare else None,
         "judges": judge_names,
+        "panel": judge_set.describe(),
+        "judge_set": judge_set.kind,
         "auditors": auditor_names,
         "grade_scale": list(benchmark.grade_scale or [0, 1, 2]),
         "questions_total": board.questions_total,
@@ -216,7 +215,9 @@ def build_report(
         "responses_counted": lb.responses_counted if lb else 0,
         "responses_excluded_disagreement": lb.responses_excluded_disagreement if lb else 0,
         "responses_unparsed": lb.responses_unparsed if lb else 0,
-        "responses_missing_grade": lb.responses_missing_grade if lb else 0,
+        "responses_missing_grade": data.completeness.responses_missing_grade,
+        "complete": data.completeness.complete,
+        "missing_grade_by_question": data.completeness.to_dict()["missing_grade_by_question"],
         "agreement_rate": (
             round(lb.agreement_rate, 4) if lb and lb.agreement_rate is not None else None
         ),
@@ -229,13 +230,21 @@ def build_report(
         "bottom5_unchanged": None,
         "kendall_tau": None,
         "model_moves": [],
+        "correction_margin": None,
         "grade_changes": [],
         "notes": list(board.notes) + (list(lb.notes) if lb else []),
     }
 
+    doc["top3_flip_count"] = _flip_count(data, lb)
     if compare is not None:
-        _add_comparison(doc, compare, data, board, judge_names)
-    doc["provenance"] = _provenance(edition, compare, board, judge_names, auditor_names)
+        _add_comparison(doc, compare, data, board, judge_ids)
+        _mark_not_regraded(doc["grade_changes"], data)
+    from scoring.judge_diagnostics import judge_diagnostics
+
+    doc["judge_diagnostics"] = judge_diagnostics(data)
+    doc["provenance"] = _provenance(
+        edition, compare, board, judge_names, auditor_names, panel_words(doc)
+    )
     return doc
 
 
@@ -244,13 +253,14 @@ def _add_comparison(
     compare: KeyEdition,
     data: EditionGrades,
     board: BoardResult,
-    judge_names: list[str],
+    judge_ids: list[str] | None,
 ) -> None:
     """Fill the report's comparison figures in `doc` (robustness against `compare`'s
-    leaderboard, per-response grade changes of the questions whose key entry differs)."""
+    leaderboard, per-response grade changes of the questions whose key entry differs),
+    with the same judges as `data` (the judge panel unless `judge_ids` names others)."""
     lb = board.leaderboard
-    cmp_board = board_for_edition(compare, judge_ids=judge_names or None)
-    cmp_data = load_edition_grades(compare, judge_ids=judge_names or None)
+    cmp_board = board_for_edition(compare, judge_ids=judge_ids)
+    cmp_data = load_edition_grades(compare, judge_set=data.judge_set)
     if cmp_board.leaderboard is not None and lb is not None:
         robust = compare_leaderboards(cmp_board.leaderboard, lb).to_dict()
         doc["top3_unchanged"] = robust["top3_unchanged"]
@@ -258,6 +268,7 @@ def _add_comparison(
         doc["kendall_tau"] = robust["kendall_tau"]
         doc["model_moves"] = robust["models"]
         doc["band_changes"] = robust["band_changes"]
+        _correction_margin(doc, board.band_gap)
         doc["n_bands_compare"] = robust["n_bands_original"]
         doc["notes"] += [n for n in robust["notes"] if n not in doc["notes"]]
     changed = _changed_question_ids(data, cmp_data)
@@ -283,21 +294,81 @@ def _add_comparison(
         ]
 
 
+def _flip_count(data: EditionGrades, lb: Any) -> dict[str, Any] | None:
+    """Return `scoring.engine.support.top_k_flip_count` for the edition's top 3 (None
+    without a leaderboard)."""
+    table = data.table
+    if table is None or lb is None:
+        return None
+    status = classify_responses(table.scored_codes(), table.scale)
+    span = float(table.scale[-1] - table.scale[0])
+    index = {m: i for i, m in enumerate(table.model_ids.tolist())}
+    order = [index[m.model_id] for m in lb.models if m.score is not None]
+    return top_k_flip_count(
+        status.points / span, status.counted, order, table.model_ids.tolist(), k=3
+    )
+
+
+def _correction_margin(doc: dict[str, Any], band_gap: float) -> None:
+    """Add `correction_margin`: how far the corrections between the compared editions moved
+    each model's score (absolute points), and whether the band gap covers the largest move
+    (the write-up chose 1.5 points as "the margin our own corrections moved things").
+    `complete` is false when this edition lacks grades, so the moves are not the
+    corrections' effect alone."""
+    moves = [
+        abs(m["score_corrected"] - m["score_original"])
+        for m in doc["model_moves"]
+        if m["score_corrected"] is not None and m["score_original"] is not None
+    ]
+    if not moves:
+        doc["correction_margin"] = None
+        return
+    largest = max(moves)
+    doc["correction_margin"] = {
+        "n_models": len(moves),
+        "max_move": round(largest, 4),
+        "median_move": round(float(np.median(moves)), 4),
+        "band_gap": band_gap,
+        "band_gap_covers": band_gap >= largest,
+        # Responses lacking grades drop out of one edition's scores: the moves then are not
+        # the corrections' effect alone (rule 12), and the margin must say so.
+        "complete": bool(doc["complete"]),
+    }
+
+
+def _mark_not_regraded(changes: list[dict[str, Any]], data: EditionGrades) -> None:
+    """Add `re_graded` and `n_missing_grade` to each grade change: a corrected question whose
+    responses lack a grade from a judge of the set against its new entry was not re-graded
+    (False), and its up/down/same counts are not a finding (rule 12), never a silent 0/0.
+    `re_graded` is None for a question not scored in the edition (removed or excluded)."""
+    missing = data.completeness.by_question if data.completeness else {}
+    q = data.questions
+    scored = set(q.loc[q["scored"], "question_id"].astype(str)) if len(q) else set()
+    for change in changes:
+        qid = str(change["question_id"])
+        n = missing.get(qid, 0)
+        change["n_missing_grade"] = n
+        # None: not scored in this edition (removed or excluded), so nothing to re-grade.
+        change["re_graded"] = (n == 0) if qid in scored else None
+
+
 def _provenance(
     edition: KeyEdition,
     compare: KeyEdition | None,
     board: BoardResult,
     judge_names: list[str],
     auditor_names: list[str],
+    who: str,
 ) -> dict[str, dict[str, Any]]:
-    """Return the report's provenance: {figure: {edition, judges or auditors, data}}."""
+    """Return the report's provenance: {figure: {edition, judges or auditors, data}}.
+
+    `who` names the judges with their prompt versions (`panel_words`)."""
     benchmark = edition.benchmark
     e, j, a = edition.name, judge_names, auditor_names
     c = compare.name if compare else None
     questions = f"questions of benchmark {benchmark.name} keyed in edition {e}"
     graded = (
-        f"grades of judges {', '.join(j) or '(none)'} (current prompt versions) against the "
-        f"effective key entries of edition {e}, scored questions only"
+        f"grades of {who} against the effective key entries of edition {e}, scored questions only"
     )
     audits = (
         f"audit verdicts of auditors {', '.join(a) or '(none)'} (current prompt versions) on "
@@ -333,6 +404,12 @@ def _provenance(
         "responses_counted": (e, j, graded + ": every judge gave the same grade"),
         "responses_excluded_disagreement": (e, j, graded + ": judges differ"),
         "responses_unparsed": (e, j, graded + ": a null (unparsed) grade"),
+        "responses_missing_grade": (
+            e,
+            j,
+            f"responses of edition {e}'s scored questions without a grade row from every "
+            f"one of {who} against the effective key entry",
+        ),
         "agreement_rate": (e, j, graded + ": counted / (counted + excluded on disagreement)"),
         "n_models": (e, j, graded),
         "n_bands": (
@@ -379,276 +456,6 @@ def _entry_reasons(data: EditionGrades, question_ids: list[str]) -> dict[str, st
         wanted[pk]: reason
         for pk, reason in KeyEntry.objects.filter(pk__in=list(wanted)).values_list("pk", "reason")
     }
-
-
-# ----------------------------------------------------------------------------- renderers
-def _pct(value: float | None, dp: int = 1) -> str:
-    return "–" if value is None else f"{value:.{dp}f}"
-
-
-def _frac_pct(value: float | None, dp: int = 1) -> str:
-    return "–" if value is None else f"{100 * value:.{dp}f}%"
-
-
-def banding_sentence(doc: dict[str, Any]) -> str:
-    """Say in words which banding a leaderboard uses (cli tables, pages, Markdown)."""
-    if doc.get("banding") == "ci_overlap":
-        return (
-            "Banding: interval overlap (a model joins the band of the leader whose 95% "
-            "interval it overlaps)."
-        )
-    return (
-        f"Banding: gap bands, threshold {doc.get('band_gap', 1.5):g} points (a new band starts "
-        "where the gap to the next model is at least the threshold; gaps under it are not findings)."
-    )
-
-
-LEADERBOARD_CSV_FIELDS = (
-    "band",
-    "rank",
-    "model_id",
-    "score",
-    "ci_low",
-    "ci_high",
-    "n_counted",
-    "n_excluded_disagreement",
-    "n_unparsed",
-    "agreement_rate",
-)
-
-
-def leaderboard_csv(doc: dict[str, Any]) -> str:
-    """Return the leaderboard as CSV, one row per model, in display order."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(LEADERBOARD_CSV_FIELDS)
-    for m in doc["models"]:
-        writer.writerow(["" if m.get(k) is None else m.get(k) for k in LEADERBOARD_CSV_FIELDS])
-    return out.getvalue()
-
-
-def leaderboard_table(doc: dict[str, Any]) -> str:
-    """Return the leaderboard as a plain-text table with its edition, judges and banding."""
-    lines = [
-        f"Leaderboard: {doc.get('benchmark', '')}, key edition {doc['edition']}, "
-        f"judges {', '.join(doc['judges']) or '(none)'}",
-        banding_sentence(doc),
-        (
-            f"Intervals: 95%, bootstrap over questions ({doc.get('n_bootstrap', 0)} resamples, "
-            f"seed {doc.get('seed')}); Wilson where the bootstrap degenerates."
-            if doc.get("n_bootstrap")
-            else "Intervals: 95% Wilson intervals (no bootstrap: --bootstrap 0)."
-        ),
-        f"Agreement rate: {_frac_pct(doc.get('agreement_rate'))}  "
-        f"Questions scored: {doc.get('questions_scored', 0)}  Bands: {doc.get('n_bands', 0)}",
-        "",
-    ]
-    head = (
-        "band",
-        "rank",
-        "model",
-        "score",
-        "95% interval",
-        "counted",
-        "excl. disagree",
-        "unparsed",
-    )
-    rows = [head]
-    for m in doc["models"]:
-        rows.append(
-            (
-                "–" if m["band"] is None else str(m["band"]),
-                m["rank"] or "–",
-                str(m["model_id"]),
-                _pct(m["score"]),
-                f"{_pct(m['ci_low'])}–{_pct(m['ci_high'])}" if m["ci_low"] is not None else "–",
-                str(m["n_counted"]),
-                str(m["n_excluded_disagreement"]),
-                str(m["n_unparsed"]),
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    left = {2}
-    prev_band = None
-    for n, r in enumerate(rows):
-        if n > 1 and r[0] != prev_band:
-            lines.append("-" * (sum(widths) + 2 * (len(widths) - 1)))
-        prev_band = r[0] if n else None
-        lines.append(
-            "  ".join(
-                c.ljust(w) if i in left else c.rjust(w)
-                for i, (c, w) in enumerate(zip(r, widths, strict=True))
-            ).rstrip()
-        )
-    for note in doc.get("notes") or []:
-        lines.append(f"Note: {note}")
-    return "\n".join(lines) + "\n"
-
-
-def agreement_table(doc: dict[str, Any]) -> str:
-    """Return the per-pair inter-rater statistics as text; one judge gets a plain note."""
-    lines = [
-        f"Agreement: {doc.get('benchmark', '')}, key edition {doc['edition']}, "
-        f"judges {', '.join(doc['judges']) or '(none)'}"
-    ]
-    if not doc["pairs"]:
-        lines.append(
-            "Agreement needs two judges: this edition's grades come from "
-            f"{len(doc['judges'])} judge{'' if len(doc['judges']) == 1 else 's'}, so there is no"
-            " inter-rater statistic."
-        )
-    for p in doc["pairs"]:
-        lines += [
-            "",
-            f"{p['judges'][0]} vs {p['judges'][1]}: {p['n']} responses graded by both "
-            f"({p['n_missing']} dropped: a grade null or missing)",
-            f"  exact agreement               {_frac_pct(p['exact_agreement'])}",
-            f"  Cohen's kappa                 {_num(p['cohen_kappa'])}",
-            f"  Cohen's kappa (quadratic)     {_num(p['cohen_kappa_quadratic'])}",
-            f"  Krippendorff's alpha ordinal  {_num(p['krippendorff_alpha_ordinal'])}",
-            "  confusion (rows: first judge, columns: second judge):",
-        ]
-        scale = doc.get("scale") or list(range(len(p["confusion"])))
-        width = max(4, max((len(str(v)) for row in p["confusion"] for v in row), default=1) + 1)
-        lines.append("    " + " " * 4 + "".join(str(s).rjust(width) for s in scale))
-        for s, row in zip(scale, p["confusion"], strict=True):
-            lines.append("    " + str(s).rjust(4) + "".join(str(v).rjust(width) for v in row))
-        for note in p.get("notes") or []:
-            lines.append(f"  note: {note}")
-    for note in doc.get("notes") or []:
-        lines.append(f"Note: {note}")
-    return "\n".join(lines) + "\n"
-
-
-def _num(value: float | None) -> str:
-    return "undefined" if value is None else f"{value:.3f}"
-
-
-def _fmt(key: str, value: Any) -> str:
-    if value is None:
-        return (
-            "– (no comparison edition)"
-            if key in ("top3_unchanged", "bottom5_unchanged", "kendall_tau")
-            else "–"
-        )
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if key.endswith("_rate"):
-        return _frac_pct(value)
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
-
-
-FIGURE_ROWS = (
-    "questions_total",
-    "questions_scored",
-    "excluded_by_audit",
-    "removed_by_review",
-    "corrected",
-    "judge_flagged",
-    "single_auditor_flags",
-    "audit_sent_to_review",
-    "auditor_agreement_rate",
-    "responses_total",
-    "responses_counted",
-    "responses_excluded_disagreement",
-    "responses_unparsed",
-    "agreement_rate",
-    "n_models",
-    "n_bands",
-    "top3_unchanged",
-    "bottom5_unchanged",
-    "kendall_tau",
-)
-
-
-def figure_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
-    """Return [{key, label, value, source}] for the report's headline figures (pages, Markdown)."""
-    rows = []
-    for key in FIGURE_ROWS:
-        prov = doc.get("provenance", {}).get(key)
-        if prov:
-            who = prov.get("judges", prov.get("auditors")) or []
-            source = (
-                f"edition {prov['edition']}"
-                + (f"; {', '.join(who)}" if who else "")
-                + f"; {prov['data']}"
-            )
-        else:
-            source = "needs a comparison edition"
-        rows.append(
-            {"key": key, "label": LABELS[key], "value": _fmt(key, doc.get(key)), "source": source}
-        )
-    return rows
-
-
-def report_markdown(doc: dict[str, Any]) -> str:
-    """Return the methodology report as Markdown (for people)."""
-    md = [
-        f"# Methodology report: {doc['benchmark']}",
-        "",
-        f"Key edition **{doc['edition']}** ({doc['edition_status']})"
-        + (
-            f", compared with **{doc['compare_edition']}**"
-            if doc["compare_edition"]
-            else ", no comparison edition"
-        )
-        + f". Judges: {', '.join(doc['judges']) or '(none)'}. Auditors: {', '.join(doc['auditors']) or '(none)'}.",
-        "",
-        "## Figures",
-        "",
-        "| figure | value | computed from |",
-        "|---|---:|---|",
-    ]
-    for row in figure_rows(doc):
-        md.append(f"| {row['label']} | {row['value']} | {row['source'].replace('|', '/')} |")
-    md += ["", "## Bands", "", banding_sentence(doc), ""]
-    if doc["bands"]:
-        md += ["| band | models | scores |", "|---:|---|---|"]
-        for b in doc["bands"]:
-            md.append(
-                f"| {b['band']} | {', '.join(b['models'])} | {b['score_low']:.1f}–{b['score_high']:.1f} |"
-            )
-    else:
-        md.append("No model has a counted response in this edition.")
-    if doc["compare_edition"]:
-        md += ["", f"## Robustness: {doc['compare_edition']} → {doc['edition']}", ""]
-        if doc["model_moves"]:
-            md += [
-                f"| model | score {doc['compare_edition']} | score {doc['edition']} | rank | band | move |",
-                "|---|---:|---:|---|---|---:|",
-            ]
-            for m in doc["model_moves"]:
-                move = m["rank_move"]
-                arrow = (
-                    "–"
-                    if move is None
-                    else ("↑" + str(move) if move > 0 else "↓" + str(-move) if move < 0 else "=")
-                )
-                md.append(
-                    f"| {m['model_id']} | {_pct(m['score_original'])} | {_pct(m['score_corrected'])} | "
-                    f"{m['rank_original'] or '–'} → {m['rank_corrected'] or '–'} | "
-                    f"{m['band_original'] or '–'} → {m['band_corrected'] or '–'} | {arrow} |"
-                )
-        md += ["", "## Grade changes per corrected question", ""]
-        if doc["grade_changes"]:
-            md += [
-                "| question | reason | up | down | same | newly counted | no longer counted "
-                "| neither counted |",
-                "|---|---|---:|---:|---:|---:|---:|---:|",
-            ]
-            for g in doc["grade_changes"]:
-                md.append(
-                    f"| {g['question_id']} | {g.get('reason') or '–'} | {g['up']} | {g['down']} "
-                    f"| {g['same']} | {g.get('newly_counted', 0)} "
-                    f"| {g.get('no_longer_counted', 0)} | {g.get('neither_counted', 0)} |"
-                )
-        else:
-            md.append("No key entry differs between the two editions.")
-    if doc["notes"]:
-        md += ["", "## Notes", ""] + [f"- {n}" for n in doc["notes"]]
-    return "\n".join(md) + "\n"
 
 
 def numpy_free(value: Any) -> Any:

@@ -16,7 +16,6 @@ not scored.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +33,7 @@ from questions.models import (
     KeyEntry,
     ModelUnderTest,
     Question,
+    Response,
 )
 from questions.selectors import (
     edition_ancestry_ids,
@@ -41,6 +41,7 @@ from questions.selectors import (
     key_entries_for_edition,
     scored_entries,
 )
+from scoring.completeness import Completeness, missing_grades
 from scoring.engine import (
     AgreementReport,
     GradeTable,
@@ -101,6 +102,8 @@ class EditionGrades:
     questions: pd.DataFrame  # pk, question_id, category, excluded_by_audit, removed, scored
     n_grade_rows: int
     notes: list[str] = field(default_factory=list)
+    judge_set: JudgeSet | None = None
+    completeness: Completeness | None = None
 
     @property
     def judge_ids(self) -> list[str]:
@@ -108,29 +111,99 @@ class EditionGrades:
 
 
 # ----------------------------------------------------------------------------- judges
-def scoring_judges(benchmark: Benchmark, judge_ids: list[str] | None = None) -> list[JudgeRef]:
-    """Return the judges (role judge) whose grades count, sorted by judge_id.
+PANEL = "panel"  # the benchmark's judge panel (PanelMember rows, pinned prompt versions)
+REQUESTED = "requested"  # judges named explicitly (--judges), at their current prompt versions
+NO_PANEL = "active"  # no panel set: every active judge at its current prompt version
 
-    Default: every active judge of the benchmark. `judge_ids` names them explicitly;
-    raises NotFoundError for an unknown or non-judge id.
+
+@dataclass(frozen=True)
+class JudgeSet:
+    """The judges a figure is computed from and where that set came from.
+
+    ``kind`` is PANEL, REQUESTED or NO_PANEL (see the constants above); ``judges`` are
+    sorted by judge_id, each with the prompt version whose grades are used.
     """
+
+    judges: tuple[JudgeRef, ...]
+    kind: str
+
+    @property
+    def ids(self) -> list[str]:
+        return [j.judge_id for j in self.judges]
+
+    def describe(self) -> list[dict[str, str]]:
+        """Return [{"judge": judge_id, "prompt_version": v}] for JSON documents."""
+        return [{"judge": j.judge_id, "prompt_version": j.prompt_version} for j in self.judges]
+
+
+def panel_judges(benchmark: Benchmark) -> list[JudgeRef]:
+    """Return the benchmark's judge panel (PanelMember rows) sorted by judge_id; [] if unset."""
+    from scoring.models import PanelMember
+
+    return [
+        JudgeRef(pk, jid, pv)
+        for pk, jid, pv in PanelMember.objects.filter(benchmark=benchmark)
+        .order_by("judge__judge_id")
+        .values_list("judge_id", "judge__judge_id", "prompt_version")
+    ]
+
+
+def resolve_judges(benchmark: Benchmark, judge_ids: list[str] | None = None) -> JudgeSet:
+    """Return the judges whose grades count: the one place the default set is chosen.
+
+    Default (no `judge_ids`): the benchmark's judge panel at its pinned prompt versions
+    (methodology rule 12), so adding a judge or grades of another prompt version changes
+    no figure; a benchmark without a panel falls back to every active judge (kind
+    NO_PANEL, which callers must say). `judge_ids` asks for another set, at the judges'
+    current prompt versions; naming exactly the panel's judges gives the panel. Raises
+    NotFoundError for an unknown or non-judge id. Two queries at most.
+    """
+    panel = panel_judges(benchmark)
+    wanted = sorted(set(judge_ids)) if judge_ids else None
+    if panel and (wanted is None or wanted == [j.judge_id for j in panel]):
+        return JudgeSet(tuple(panel), PANEL)
     rows = list(
         Judge.objects.filter(benchmark=benchmark, role=Judge.Role.JUDGE)
         .order_by("judge_id")
         .values_list("pk", "judge_id", "prompt_version", "active")
     )
-    if judge_ids:
+    if wanted:
         by_id = {r[1]: r for r in rows}
-        unknown = [j for j in judge_ids if j not in by_id]
+        unknown = [j for j in wanted if j not in by_id]
         if unknown:
             raise NotFoundError(
                 f"benchmark {benchmark.name!r} has no judge {', '.join(map(repr, unknown))} "
                 f"(judges: {', '.join(by_id) or 'none'})"
             )
-        rows = [by_id[j] for j in sorted(set(judge_ids))]
+        rows = [by_id[j] for j in wanted]
+        kind = REQUESTED
     else:
         rows = [r for r in rows if r[3]]
-    return [JudgeRef(pk, jid, pv) for pk, jid, pv, _ in rows]
+        kind = NO_PANEL
+    return JudgeSet(tuple(JudgeRef(pk, jid, pv) for pk, jid, pv, _ in rows), kind)
+
+
+def scoring_judges(benchmark: Benchmark, judge_ids: list[str] | None = None) -> list[JudgeRef]:
+    """Return the judges (role judge) whose grades count, sorted by judge_id.
+
+    `resolve_judges(benchmark, judge_ids).judges` as a list: the judge panel by default.
+    """
+    return list(resolve_judges(benchmark, judge_ids).judges)
+
+
+def judge_set_note(benchmark: Benchmark, judge_set: JudgeSet) -> str | None:
+    """Return the sentence every output carries when its judges are not the panel, or None."""
+    if judge_set.kind == NO_PANEL:
+        return (
+            f"benchmark {benchmark.name!r} has no judge panel: these figures use every active "
+            "judge and change when one is added (an admin sets the panel: manage.py panel --set)"
+        )
+    if judge_set.kind == REQUESTED:
+        return (
+            "judges chosen for this query, not the benchmark's judge panel: these are not "
+            "the published figures"
+        )
+    return None
 
 
 def auditors(benchmark: Benchmark) -> list[JudgeRef]:
@@ -213,15 +286,25 @@ NULL_GRADE = -1_000_000
 
 
 def load_edition_grades(
-    edition: KeyEdition, *, judge_ids: list[str] | None = None
+    edition: KeyEdition,
+    *,
+    judge_ids: list[str] | None = None,
+    judge_set: JudgeSet | None = None,
 ) -> EditionGrades:
-    """Load the grade table of `edition` for the engine (about seven queries in all).
+    """Load the grade table of `edition` for the engine (about nine queries in all).
 
-    Raises NotFoundError for an unknown judge id. `table` is None when no grade row is
-    usable (a note says so); callers decide whether that is an error.
+    `completeness` counts the responses of scored questions lacking a grade from a judge
+    of the set (`scoring.completeness.missing_grades`); `notes` say so in words.
+
+    The judges are `judge_set` when given (already resolved), else
+    `resolve_judges(benchmark, judge_ids)`: the judge panel by default. Raises
+    NotFoundError for an unknown judge id. `table` is None when no grade row is usable (a
+    note says so); callers decide whether that is an error.
     """
     benchmark = edition.benchmark
-    judges = scoring_judges(benchmark, judge_ids)
+    if judge_set is None:
+        judge_set = resolve_judges(benchmark, judge_ids)
+    judges = list(judge_set.judges)
     entries = effective_entries(edition)
 
     q_rows = list(
@@ -240,7 +323,11 @@ def load_edition_grades(
     q_frame = q_frame[q_frame["keyed"]].reset_index(drop=True)
 
     rows = grade_rows(entries, judges)
-    notes: list[str] = []
+    completeness = missing_grades(
+        edition_name=edition.name, entries=entries, judges=judges, rows=rows
+    )
+    notes: list[str] = [n for n in [judge_set_note(benchmark, judge_set)] if n]
+    notes += completeness.sentences()
     table = None
     if len(rows):
         entry_to_q = _lookup(entries.entry_pk.tolist(), entries.question_pk.tolist())
@@ -284,6 +371,8 @@ def load_edition_grades(
         questions=q_frame,
         n_grade_rows=len(rows),
         notes=notes,
+        judge_set=judge_set,
+        completeness=completeness,
     )
 
 
@@ -292,8 +381,9 @@ def data_version(edition: KeyEdition, judges: list[JudgeRef]) -> str:
     """Return a short digest that changes whenever an input of the edition's figures changes.
 
     Covers: the grades of the benchmark (max id + count), exclusions by audit of the chain's
-    entries (count + max id), the edition chain (ids, status, entries max id + count) and
-    the judges' prompt versions. Four queries (with the chain's).
+    entries (count + max id), the edition chain (ids, status, entries max id + count), the
+    benchmark's responses (count + max id, for the missing-grade counts) and the judges'
+    prompt versions. Five queries (with the chain's).
     """
     grades = Grade.objects.filter(judge__benchmark_id=edition.benchmark_id).aggregate(
         n=Count("id"), last=Max("id")
@@ -303,6 +393,10 @@ def data_version(edition: KeyEdition, judges: list[JudgeRef]) -> str:
         n=Count("id"), last=Max("id")
     )
     keyed = KeyEntry.objects.filter(edition_id__in=chain).aggregate(n=Count("id"), last=Max("id"))
+    # Responses too: a response with no grade yet changes the completeness figures.
+    responses = Response.objects.filter(question__benchmark_id=edition.benchmark_id).aggregate(
+        n=Count("id"), last=Max("id")
+    )
     parts = [
         grades["n"],
         grades["last"],
@@ -313,6 +407,8 @@ def data_version(edition: KeyEdition, judges: list[JudgeRef]) -> str:
         edition.published_at,
         keyed["n"],
         keyed["last"],
+        responses["n"],
+        responses["last"],
         [(j.pk, j.prompt_version) for j in judges],
     ]
     return hashlib.sha1(repr(parts).encode()).hexdigest()[:16]
@@ -339,6 +435,9 @@ class BoardResult:
     removed_by_review: int
     notes: list[str]
     version: str
+    panel: list[dict[str, str]] = field(default_factory=list)
+    judge_set: str = PANEL
+    completeness: Completeness | None = None
 
     def leaderboard_dict(self) -> dict[str, Any]:
         """Return the cli.md `leaderboard --format json` document (plus extra keys)."""
@@ -346,6 +445,8 @@ class BoardResult:
             "benchmark": self.benchmark,
             "edition": self.edition,
             "judges": list(self.judges),
+            "panel": [dict(m) for m in self.panel],
+            "judge_set": self.judge_set,
             "band_gap": self.band_gap,
             "banding": self.banding,
             "agreement_rate": None,
@@ -363,9 +464,26 @@ class BoardResult:
             lb.pop("judges", None)
             lb.pop("questions_scored", None)
             base.update(lb)
-        base["notes"] = list(self.notes) + [
-            n for n in (base.get("notes") or []) if n not in self.notes
-        ]
+        if self.completeness is not None:
+            # The engine sees only responses with a grade row; these counts are over every
+            # response of a scored question (rule 12: missing grades are never silent).
+            base.update(self.completeness.to_dict())
+            by_model = self.completeness.by_model
+            for m in base["models"]:
+                m["n_missing_grade"] = by_model.get(m["model_id"], 0)
+            shown = {m["model_id"] for m in base["models"]}
+            unseen = [
+                f"model {model_id} has no row: none of its {by_model[model_id]} responses "
+                "has a grade from these judges"
+                for model_id in sorted(set(by_model) - shown)
+            ]
+        else:
+            unseen = []
+        base["notes"] = (
+            list(self.notes)
+            + [n for n in (base.get("notes") or []) if n not in self.notes]
+            + unseen
+        )
         return base
 
     def agreement_dict(self) -> dict[str, Any]:
@@ -374,6 +492,8 @@ class BoardResult:
             "benchmark": self.benchmark,
             "edition": self.edition,
             "judges": list(self.judges),
+            "panel": [dict(m) for m in self.panel],
+            "judge_set": self.judge_set,
             "pairs": [],
             "notes": list(self.notes),
         }
@@ -413,7 +533,12 @@ def compute_board(
     notes = list(data.notes)
     if data.table is not None:
         board = compute_leaderboard(
-            data.table, band_gap=band_gap, banding=banding, n_bootstrap=n_bootstrap, seed=seed
+            data.table,
+            band_gap=band_gap,
+            banding=banding,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            min_counted=settings.SNAGLIST_MIN_COUNTED,
         )
         agreement = compute_agreement(data.table)
     return BoardResult(
@@ -433,6 +558,9 @@ def compute_board(
         removed_by_review=int((q["removed"] & ~q["excluded_by_audit"]).sum()) if len(q) else 0,
         notes=notes,
         version=version,
+        panel=data.judge_set.describe() if data.judge_set else [],
+        judge_set=data.judge_set.kind if data.judge_set else PANEL,
+        completeness=data.completeness,
     )
 
 
@@ -448,15 +576,17 @@ def board_for_edition(
 ) -> BoardResult:
     """Return the leaderboard and agreement of `edition`, from the cache when still valid.
 
-    Cache key: (benchmark, edition, judges, band gap, bootstrap, seed, banding) plus the
-    data version (`data_version`), so a new grade, an exclusion or a changed edition
+    The judges are `resolve_judges(benchmark, judge_ids)`: the judge panel by default;
+    `panel` and `judge_set` on the result say which. Cache key: (benchmark, edition, kind
+    of judge set, judges, band gap, bootstrap, seed, banding) plus the data version (`data_version`), so a new grade, an exclusion or a changed edition
     computes afresh. Raises NotFoundError for an unknown judge, DomainError for a bad
     banding.
     """
     band_gap, n_bootstrap, seed = _defaults(band_gap, n_bootstrap, seed)
     if banding not in BANDINGS:
         raise DomainError(f"banding must be one of {', '.join(BANDINGS)}, not {banding!r}")
-    judges = scoring_judges(edition.benchmark, judge_ids)
+    judge_set = resolve_judges(edition.benchmark, judge_ids)
+    judges = list(judge_set.judges)
     version = data_version(edition, judges)
     key = (
         "scoring:board:"
@@ -465,11 +595,13 @@ def board_for_edition(
                 (
                     edition.benchmark_id,
                     edition.pk,
+                    judge_set.kind,
                     [j.judge_id for j in judges],
                     band_gap,
                     n_bootstrap,
                     seed,
                     banding,
+                    settings.SNAGLIST_MIN_COUNTED,
                     version,
                 )
             ).encode()
@@ -479,7 +611,7 @@ def board_for_edition(
         hit = cache.get(key)
         if hit is not None:
             return hit
-    data = load_edition_grades(edition, judge_ids=[j.judge_id for j in judges] or None)
+    data = load_edition_grades(edition, judge_set=judge_set)
     result = compute_board(
         data,
         band_gap=band_gap,
@@ -491,78 +623,3 @@ def board_for_edition(
     if use_cache:
         cache.set(key, result, CACHE_TIMEOUT)
     return result
-
-
-def answered_attempts(pairs: Iterable[tuple[int, int, int, str]]) -> dict[tuple, int]:
-    """Return {(response id, judge id, key entry id, prompt version): calls sent} (1 query).
-
-    A call sent is a ledger row (scoring.models.JudgeCall) with outcome `ok` (the judge
-    replied, parsed or not) or `lost` (sent and paid; a later run that takes the pair again
-    marks the earlier runs' `ok` rows lost, ledger.mark_lost_many). Pairs with none are
-    absent. Used to cap how often an unparsed reply is asked again
-    (SNAGLIST_UNPARSED_RETRIES, issue 17).
-    """
-    from scoring.models import JudgeCall
-
-    wanted = set(pairs)
-    if not wanted:
-        return {}
-    counts: dict[tuple, int] = {}
-    for pair in (
-        JudgeCall.objects.filter(
-            outcome__in=[JudgeCall.Outcome.OK, JudgeCall.Outcome.LOST],
-            response_id__in={p[0] for p in wanted},
-            judge_id__in={p[1] for p in wanted},
-        )
-        .order_by()
-        .values_list("response_id", "judge_id", "key_entry_id", "prompt_version")
-    ):
-        if pair in wanted:
-            counts[pair] = counts.get(pair, 0) + 1
-    return counts
-
-
-def asks_left(grade_is_null: bool, answered: int, retries: int) -> bool:
-    """Return True when a pair's stored grade should be asked for again (issue 17).
-
-    Only a null (unparsed) grade is asked again, while its calls sent (answered_attempts)
-    do not exceed `retries` (the first ask plus `retries` more). An imported null grade has
-    no call: it is asked (when its judge can grade).
-    """
-    return grade_is_null and answered <= retries
-
-
-def unparsed_past_retries(edition: KeyEdition, retries: int) -> dict[int, list[dict]]:
-    """Return {question pk: [{"model", "judge", "asked"}]} of replies that stay unparsed.
-
-    A pair of the edition's current judge panel (scoring_judges, current prompt versions)
-    whose grade against the question's effective entry is null and will not be asked
-    again: its calls sent (answered_attempts) exceed `retries`, or its judge cannot grade (no backend or
-    inactive: imported grades only). Three queries plus the entries' selector.
-    """
-    entries = effective_entries(edition)
-    judges = {j.pk: j for j in Judge.objects.filter(benchmark_id=edition.benchmark_id)}
-    panel = {ref.pk: ref.prompt_version for ref in scoring_judges(edition.benchmark)}
-    entry_q = dict(zip(entries.entry_pk.tolist(), entries.question_pk.tolist(), strict=True))
-    rows = list(
-        Grade.objects.filter(
-            key_entry_id__in=list(entry_q), judge_id__in=list(panel), grade__isnull=True
-        )
-        .order_by()
-        .values_list(
-            "response_id", "judge_id", "key_entry_id", "prompt_version", "response__model__model_id"
-        )
-    )
-    rows = [r for r in rows if panel.get(r[1]) == r[3]]
-    answered = answered_attempts(r[:4] for r in rows)
-    out: dict[int, list[dict]] = {}
-    for r in rows:
-        judge = judges[r[1]]
-        can_ask = bool(judge.backend) and judge.active
-        asked = answered.get(r[:4], 0)
-        if can_ask and asks_left(True, asked, retries):
-            continue
-        out.setdefault(entry_q[r[2]], []).append(
-            {"model": r[4], "judge": judge.judge_id, "asked": asked}
-        )
-    return {q: sorted(v, key=lambda d: (d["model"], d["judge"])) for q, v in out.items()}

@@ -407,7 +407,7 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
 # the superuser; every other role is sent to the admin's sign-in page.
 VIEW_ONLY = (
     r"(questions_(keyentry|response|auditexclusion)"
-    r"|scoring_(grade|auditverdict|judgecall|runitem|scoringrun))"
+    r"|scoring_(grade|auditverdict|judgecall|runitem|scoringrun|panelmember))"
 )
 ADMIN_RULES: list[tuple[str, tuple[str, str]]] = [
     # View only (questions.admin.ViewOnlyAdmin): written by import, review and scoring only.

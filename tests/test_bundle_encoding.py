@@ -9,9 +9,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from interchange.bundles import BundleError, import_bundle
-from interchange.bundles.formula import neutralise, unneutralise
 from questions.models import Category, KeyEntry, ModelUnderTest, Response
 from scoring.models import Judge
+from scoring.spreadsheet import neutralise, unneutralise
 from tests.bundle_factory import db_counts, write_bundle
 
 SYMBOLS = "≤ 0.18 W/(m²·K), ≥ 45°, 2 × 3 m², ½ storey,\u00a0NBSP, “quotes” — dash  two  spaces "

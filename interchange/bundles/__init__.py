@@ -1,7 +1,7 @@
 """Benchmark bundles: read/validate (`reader`), import (`importer`), export (`exporter`).
 
 Below them: `source` (folder or zip), `rows` (typed row getters), `data` (a read bundle),
-`problems`, `formula`; the import's steps are `import_content`, `import_editions` and
+`problems`; the import's steps are `import_content`, `import_editions` and
 `import_judging` over `import_base`.
 
 The format is ../shared/spec/bundle-format.md. Import is all or nothing: every problem is

@@ -11,7 +11,7 @@ What is written (bundle-format.md, plus these documented extensions that import 
   judge's; judges carry `backend`, `model` and `prompt_version` (never secrets);
 - `review-log.jsonl`: the benchmark's audit log entries (informational: import ignores it).
 
-CSV cells are formula-neutralised (interchange.bundles.formula); import undoes it exactly.
+CSV cells are formula-neutralised (scoring.spreadsheet); import undoes it exactly.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 
 from core.models import AuditLogEntry
-from interchange.bundles.formula import neutralise
 from interchange.bundles.rows import ORIGINAL
 from questions.models import (
     Benchmark,
@@ -42,6 +41,7 @@ from questions.models import (
 )
 from questions.selectors import edition_chain, get_edition
 from scoring.models import AuditVerdict, Grade, Judge
+from scoring.spreadsheet import csv_text
 
 
 def _jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
@@ -51,12 +51,7 @@ def _jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
 
 
 def _csv(header: list[str], rows: Iterable[Iterable[Any]]) -> bytes:
-    out = io.StringIO(newline="")
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow([neutralise("" if v is None else str(v)) for v in row])
-    return out.getvalue().encode("utf-8")
+    return csv_text(header, rows).encode("utf-8")
 
 
 def _citation(entry: KeyEntry) -> dict[str, str] | None:

@@ -13,6 +13,7 @@ from questions.models import (
 )
 from scoring.audit_rule import exclude_by_audit
 from scoring.models import AuditVerdict, Grade, Judge
+from scoring.services.panel import judge_panel_set, panel_state
 
 
 class JudgingSteps(ImportBase):
@@ -78,6 +79,29 @@ class JudgingSteps(ImportBase):
         )
         self.judge_pk = {k: v[0] for k, v in stored.items()}
         self.judge_pk.update({j.judge_id: j.pk for j in made})
+        self._panel()
+
+    def _panel(self) -> None:
+        """Seat the bundle's judges (role judge) as the judge panel of a benchmark that has
+        none; an existing panel is kept (adding judges never changes published figures) and
+        a warning names the bundle's judges that are not on it."""
+        bundle_judges = sorted(k for k, v in self.d.judges.items() if v["role"] == Judge.Role.JUDGE)
+        if not bundle_judges:
+            return
+        current = panel_state(self.bench)
+        if not current:
+            judge_panel_set(
+                benchmark=self.bench, members=[(j, None) for j in bundle_judges], actor=self.user
+            )
+            return
+        seated = {m["judge"] for m in current}
+        outside = [j for j in bundle_judges if j not in seated]
+        if outside:
+            self.warnings.append(
+                f"judges.csv: warning: judge {', '.join(map(repr, outside))} not on the judge "
+                f"panel ({', '.join(sorted(seated))}), kept as it was; an admin changes it "
+                "with manage.py panel --set"
+            )
 
     def _responses(self) -> None:
         stored = {

@@ -14,10 +14,10 @@ import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
-from interchange.bundles.formula import unneutralise
 from interchange.bundles.problems import Problems
 from interchange.bundles.source import BundleSource, decode_lines
 from questions.cli import progress
+from scoring.spreadsheet import unneutralise
 
 SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -222,7 +222,7 @@ def iter_csv(
     """Yield a Row per record of a CSV file (header first); quoted fields may span lines.
 
     Cells get one leading apostrophe removed where export neutralised a formula
-    (interchange.bundles.formula). Unknown columns are ignored.
+    (scoring.spreadsheet). Unknown columns are ignored.
     """
     lines = decode_lines(name, source.read_bytes(name), problems, keepends=True)
     if lines is None:

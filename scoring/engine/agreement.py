@@ -6,7 +6,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,12 @@ from .table import GradeTable
 #: ordinal alpha is computed from the coincidence matrix directly (same formula,
 #: O(V^2) memory); see :func:`_alpha_ordinal_from_confusion`.
 _KRIPPENDORFF_MAX_CELLS = 20_000_000
+
+#: A chance-corrected statistic within this distance of 0 is "near zero" ...
+NEAR_ZERO = 0.2
+#: ... and is explained by nearly constant grades when one grade makes up at least this
+#: share of both judges' grades together (the kappa paradox, Feinstein & Cicchetti 1990).
+NEARLY_CONSTANT_SHARE = 0.9
 
 
 @dataclass(frozen=True)
@@ -41,8 +47,22 @@ class PairAgreement:
     krippendorff_alpha_ordinal: float | None
     confusion: list[list[int]]
     notes: list[str] = field(default_factory=list)
+    per_model: list[tuple[Hashable, PairAgreement]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """Return JSON-safe values; `per_model` only when computed (pooled pairs)."""
+        out = self._stats_dict()
+        if self.per_model:
+            out["per_model"] = [
+                {
+                    "model_id": model_id,
+                    **{k: v for k, v in p._stats_dict().items() if k != "judges"},
+                }
+                for model_id, p in self.per_model
+            ]
+        return out
+
+    def _stats_dict(self) -> dict[str, Any]:
         return {
             "judges": list(self.judges),
             "n": self.n,
@@ -88,8 +108,14 @@ def compute_agreement(table: GradeTable, *, scored_only: bool = True) -> Agreeme
     evaluated on the coincidence matrix to bound memory); confusion matrix via
     ``sklearn.metrics.confusion_matrix`` with ``labels`` = the scale.
 
+    Each pair also carries ``per_model``: the same statistics over each model's
+    responses alone (units: that model's responses to the same questions).
+
     Never returns NaN and never raises on degenerate data: undefined statistics
-    (no common responses, all grades in one category) are None with a note.
+    (no common responses, all grades in one category) are None with a note. A
+    statistic near zero (|value| < NEAR_ZERO) while one grade makes up at least
+    NEARLY_CONSTANT_SHARE of the grades gets a note that chance agreement is high
+    (the kappa paradox), so a reader does not take it for disagreement or a bug.
     With one judge there are no pairs and a note says agreement needs two.
     """
     codes = table.scored_codes() if scored_only else table.codes
@@ -102,16 +128,13 @@ def compute_agreement(table: GradeTable, *, scored_only: bool = True) -> Agreeme
             "agreement needs two judges"
         )
     for a, b in itertools.combinations(range(table.n_judges), 2):
-        ca = codes[:, :, a].ravel()
-        cb = codes[:, :, b].ravel()
-        pairs.append(
-            _pair(
-                (table.judge_ids[a], table.judge_ids[b]),
-                ca,
-                cb,
-                scale,
-            )
-        )
+        judges = (table.judge_ids[a], table.judge_ids[b])
+        pooled = _pair(judges, codes[:, :, a].ravel(), codes[:, :, b].ravel(), scale)
+        per_model = [
+            (model_id, _pair(judges, codes[:, m, a], codes[:, m, b], scale))
+            for m, model_id in enumerate(table.model_ids)
+        ]
+        pairs.append(replace(pooled, per_model=per_model))
     return AgreementReport(
         judges=list(table.judge_ids),
         scale=[int(v) for v in scale],
@@ -200,6 +223,9 @@ def _pair(
             (reason if single else "undefined for these grades (no variation to compare): ")
             + "Krippendorff's alpha is undefined"
         )
+    constant = _nearly_constant_note(np.concatenate([ga, gb]), exact, kappa, kappa_q, alpha)
+    if constant:
+        notes.append(constant)
     return PairAgreement(
         judges=(judges[0], judges[1]),
         n=n,
@@ -210,6 +236,36 @@ def _pair(
         krippendorff_alpha_ordinal=alpha,
         confusion=confusion.astype(int).tolist(),
         notes=notes,
+    )
+
+
+def _nearly_constant_note(
+    grades: np.ndarray,
+    exact: float,
+    kappa: float | None,
+    kappa_q: float | None,
+    alpha: float | None,
+) -> str | None:
+    """Return the note for chance-corrected statistics near zero on nearly constant grades.
+
+    `grades`: both judges' grades together. None unless some statistic is within NEAR_ZERO
+    of 0 and the most common grade is at least NEARLY_CONSTANT_SHARE of `grades` (a single
+    category gets its own "undefined" note instead).
+    """
+    values, counts = np.unique(grades, return_counts=True)
+    if values.size < 2:
+        return None
+    share = counts.max() / counts.sum()
+    stats = {"Cohen's kappa": kappa, "quadratic kappa": kappa_q, "Krippendorff's alpha": alpha}
+    near = {k: v for k, v in stats.items() if v is not None and abs(v) < NEAR_ZERO}
+    if share < NEARLY_CONSTANT_SHARE or not near:
+        return None
+    named = ", ".join(f"{k} {v:.2f}" for k, v in near.items())
+    return (
+        f"{named} near zero with raw agreement {exact:.1%}: {share:.0%} of the grades are "
+        f"{values[counts.argmax()]:g}, so agreement expected by chance is already high and "
+        "chance-corrected statistics say little here (the kappa paradox, Feinstein & "
+        "Cicchetti 1990); it does not mean the judges disagree"
     )
 
 

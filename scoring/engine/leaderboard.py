@@ -12,6 +12,7 @@ import numpy as np
 from ._json import fraction, percent
 from .bands import BANDINGS, Banding, Placement, assign_bands, assign_bands_ci_overlap
 from .intervals import bootstrap_score_intervals, wilson_interval
+from .support import NeighbourComparison, gap_warning, paired_neighbour_comparisons, shared_ranks
 from .table import GradeTable, _id_key, classify_responses
 
 #: An interval narrower than this (percentage points) is degenerate.
@@ -67,6 +68,7 @@ class ModelScore:
     rank_number: int | None
     agreement_rate: float | None
     categories: list[CategoryScore] = field(default_factory=list)
+    few_counted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +85,7 @@ class ModelScore:
             "rank": self.rank,
             "rank_number": self.rank_number,
             "agreement_rate": fraction(self.agreement_rate),
+            "few_counted": self.few_counted,
             "categories": [c.to_dict() for c in self.categories],
         }
 
@@ -117,6 +120,11 @@ class Leaderboard:
     responses_unparsed: int
     responses_missing_grade: int
     notes: list[str] = field(default_factory=list)
+    min_counted: int = 0
+    neighbours: list[NeighbourComparison] = field(default_factory=list)
+    gap_warning: str | None = None
+    #: notes of the last placement (few-counted ties), replaced on re-banding
+    placement_notes: list[str] = field(default_factory=list)
 
     def model(self, model_id: Hashable) -> ModelScore:
         """Return the row of ``model_id``; KeyError if absent."""
@@ -151,7 +159,16 @@ class Leaderboard:
             "responses_excluded_disagreement": self.responses_excluded_disagreement,
             "responses_unparsed": self.responses_unparsed,
             "responses_missing_grade": self.responses_missing_grade,
-            "notes": list(self.notes),
+            "min_counted": self.min_counted,
+            "neighbours": [c.to_dict() for c in self.neighbours],
+            "band_boundaries": sum(1 for c in self.neighbours if c.band_boundary),
+            "band_boundaries_supported": sum(
+                1 for c in self.neighbours if c.band_boundary and c.supported
+            ),
+            "gap_warning": self.gap_warning,
+            "notes": list(self.notes)
+            + list(self.placement_notes)
+            + ([self.gap_warning] if self.gap_warning else []),
             "models": [m.to_dict() for m in self.models],
         }
 
@@ -188,8 +205,17 @@ def compute_leaderboard(
     n_bootstrap: int = 1000,
     seed: int | None = 0,
     confidence: float = 0.95,
+    min_counted: int = 0,
 ) -> Leaderboard:
     """Score every model on the scored questions, with intervals, ranks and bands.
+
+    Beside the bands (scoring.engine.support): ``neighbours``, a paired bootstrap of
+    per-question differences between each two models next in the order (Miller 2024,
+    arXiv 2411.00640), marking whether each band boundary is supported; ``gap_warning``
+    when the band gap is far below the intervals' width; a model with fewer than
+    ``min_counted`` counted responses is ``few_counted`` and shares its rank with the
+    models below it whose interval overlaps its own (0: no model is few-counted), and a
+    neighbour comparison over fewer than ``min_counted`` paired questions is not tested.
 
     Rules (methodology.md): a response counts only when every judge gives the
     same grade (rule 1; disagreements are excluded, null grades are counted as
@@ -230,6 +256,49 @@ def compute_leaderboard(
 
     categories = _category_scores(table, status, span)
 
+    rows = _model_rows(
+        table,
+        (counted, disagreement, unparsed, missing, points, score),
+        (low, high, methods),
+        categories,
+    )
+
+    agreement, notes = _agreement_and_notes(
+        table, counted, disagreement, n_bootstrap, wilson_models
+    )
+
+    board = Leaderboard(
+        band_gap=float(band_gap),
+        banding=banding,
+        agreement_rate=agreement,
+        n_bands=0,
+        models=rows,
+        judges=list(table.judge_ids),
+        scale=[int(v) for v in table.scale],
+        n_bootstrap=int(n_bootstrap),
+        seed=seed,
+        confidence=float(confidence),
+        questions_scored=int(codes.shape[0]),
+        responses_total=int(status.present.sum()),
+        responses_counted=int(counted.sum()),
+        responses_excluded_disagreement=int(disagreement.sum()),
+        responses_unparsed=int(unparsed.sum()),
+        responses_missing_grade=int(missing.sum()),
+        notes=notes,
+        min_counted=int(min_counted),
+    )
+    board = _apply_placements(board, rows, _band(rows, banding, band_gap))
+    return _with_neighbours(board, table, status, span, n_bootstrap, seed, confidence, min_counted)
+
+
+def _model_rows(table, counts, intervals, categories):
+    """Return one ModelScore per model of `table`, without band or rank.
+
+    `counts`: per-model arrays (counted, disagreement, unparsed, missing, points, score);
+    `intervals`: (low, high, methods) per model; `categories`: per-model category scores.
+    """
+    counted, disagreement, unparsed, missing, points, score = counts
+    low, high, methods = intervals
     rows: list[ModelScore] = []
     for i, model_id in enumerate(table.model_ids):
         graded_all = int(counted[i] + disagreement[i])
@@ -254,31 +323,24 @@ def compute_leaderboard(
                 categories=categories[i],
             )
         )
+    return rows
 
-    agreement, notes = _agreement_and_notes(
-        table, counted, disagreement, n_bootstrap, wilson_models
-    )
 
-    board = Leaderboard(
-        band_gap=float(band_gap),
-        banding=banding,
-        agreement_rate=agreement,
-        n_bands=0,
-        models=rows,
-        judges=list(table.judge_ids),
-        scale=[int(v) for v in table.scale],
-        n_bootstrap=int(n_bootstrap),
+def _with_neighbours(board, table, status, span, n_bootstrap, seed, confidence, min_counted):
+    """Add the paired comparisons of neighbouring models and mark the band boundaries."""
+    index = {m: i for i, m in enumerate(table.model_ids)}
+    order = [index[r.model_id] for r in board.models if r.score is not None]
+    neighbours = paired_neighbour_comparisons(
+        status.points / span,
+        status.counted,
+        order,
+        list(table.model_ids),
+        n_bootstrap=n_bootstrap,
         seed=seed,
-        confidence=float(confidence),
-        questions_scored=int(codes.shape[0]),
-        responses_total=int(status.present.sum()),
-        responses_counted=int(counted.sum()),
-        responses_excluded_disagreement=int(disagreement.sum()),
-        responses_unparsed=int(unparsed.sum()),
-        responses_missing_grade=int(missing.sum()),
-        notes=notes,
+        confidence=confidence,
+        min_questions=min_counted,
     )
-    return _apply_placements(board, rows, _band(rows, banding, band_gap))
+    return _mark_boundaries(dataclasses.replace(board, neighbours=neighbours))
 
 
 def _check_options(banding: str, n_bootstrap: int, confidence: float, band_gap: float) -> None:
@@ -397,7 +459,48 @@ def _apply_placements(
         for p in placements
     ]
     n_bands = len({p.band for p in placements if p.band is not None})
-    return dataclasses.replace(board, models=ordered, n_bands=n_bands)
+    ordered = [dataclasses.replace(r, few_counted=r.n_counted < board.min_counted) for r in ordered]
+    scored = [r for r in ordered if r.score is not None]
+    changed, placement_notes = shared_ranks(
+        [r.model_id for r in scored],
+        {r.model_id: r.rank_number for r in scored},  # type: ignore[misc]
+        {r.model_id: r.n_counted for r in scored},
+        {
+            r.model_id: (r.ci_low, r.ci_high)
+            if r.ci_low is not None and r.ci_high is not None
+            else None
+            for r in scored
+        },
+        board.min_counted,
+    )
+    ordered = [
+        dataclasses.replace(r, rank=changed[r.model_id][0], rank_number=changed[r.model_id][1])
+        if r.model_id in changed
+        else r
+        for r in ordered
+    ]
+    board = dataclasses.replace(
+        board, models=ordered, n_bands=n_bands, placement_notes=placement_notes
+    )
+    return _mark_boundaries(board)
+
+
+def _mark_boundaries(board: Leaderboard) -> Leaderboard:
+    """Mark which neighbour comparisons are band boundaries; set the gap warning."""
+    band = {r.model_id: r.band for r in board.models}
+    neighbours = [
+        dataclasses.replace(c, band_boundary=band.get(c.above) != band.get(c.below))
+        for c in board.neighbours
+    ]
+    widths = [
+        r.ci_high - r.ci_low
+        for r in board.models
+        if r.ci_low is not None and r.ci_high is not None and r.score is not None
+    ]
+    warning = (
+        gap_warning(board.band_gap, widths, board.confidence) if board.banding == "gap" else None
+    )
+    return dataclasses.replace(board, neighbours=neighbours, gap_warning=warning)
 
 
 def _category_scores(table: GradeTable, status: Any, span: int) -> list[list[CategoryScore]]:

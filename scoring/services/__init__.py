@@ -4,6 +4,7 @@ A package split by concern, with one direction (checked by import-linter, pyproj
 each module imports only modules below it:
 
     runs            create / start / resume / cancel / close a run; follow-up tasks
+    panel           the judge panel: its one writer (judge_panel_set), audit-logged
     pairs           which judges can grade; which pairs lack a current grade or verdict
     chunks          settle_chunk: a chunk's pairs down the one path of their kind
     aio_transport | threads

@@ -285,17 +285,26 @@ def claim_group(
 
 def graded_meanwhile(work: Sequence[WorkItem]) -> set[tuple[int | None, int, int]]:
     """Return the keys of the grade work items whose Grade (at the judge's current prompt
-    version) exists now: one SELECT (none for an empty list)."""
+    version) exists now: one SELECT (none for an empty list).
+
+    A null (unparsed) grade of another run does not count: the pair was chosen to be asked
+    again (issue 17, as chunks' present-results check); a null grade this run wrote does.
+    """
     if not work:
         return set()
     versions = {w.judge.pk: w.judge.prompt_version for w in work}
+    run_ids = {w.item.run_id for w in work}
     wanted = {w.key for w in work}
     rows = Grade.objects.filter(
         judge_id__in=list(versions),
         response_id__in={w.key.response_id for w in work},
         key_entry_id__in={w.key.key_entry_id for w in work},
-    ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version")
-    return {(r, j, e) for r, j, e, v in rows if versions.get(j) == v} & wanted
+    ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version", "grade", "run_id")
+    return {
+        (r, j, e)
+        for r, j, e, v, g, run_id in rows
+        if versions.get(j) == v and (g is not None or run_id in run_ids)
+    } & wanted
 
 
 def mark_lost_many(

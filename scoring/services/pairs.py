@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from questions.models import KeyEdition, Response
 from questions.selectors import edition_ancestry_ids, scored_entries
 from scoring.models import AuditVerdict, Grade, Judge, ScoringRun
-from scoring.selectors import answered_attempts, asks_left
+from scoring.retries import answered_attempts, asks_left
 from scoring.services.tunables import unparsed_retries
 from scoring.services.work import Pair
 
@@ -57,7 +57,7 @@ def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> lis
     removal, and a judge from `judges` that can grade. It is needed when no Grade exists
     for (response, judge, that key entry, the judge's current prompt_version), or when that
     Grade is null (an unparsed reply) and was answered at most SNAGLIST_UNPARSED_RETRIES
-    times (scoring.selectors.asks_left; issue 17). Five queries whatever the size: edition
+    times (scoring.retries.asks_left; issue 17). Five queries whatever the size: edition
     tree, entries, scored questions, responses, grades, plus the ledger's answered calls of
     the null grades when there are any.
     Sorted by response then judge, so chunks give every judge work.

@@ -1,0 +1,42 @@
+"""The leaderboard command and page say which band boundaries the data supports and flag
+models with few counted responses (issue 21 item 3), on the `tiny` fixture with the
+default SNAGLIST_MIN_COUNTED (30).
+
+original: mB 75.0 (2 counted: Q2 1,1 and Q4 2,2) above mA 62.5 (4 counted), in two gap
+bands. Paired on the questions both have counted (Q2, Q4): mB 50 and 100 points, mA 0 and
+50, so the difference is 50 points on each: mean 50.0 over 2 questions — too few (< 30)
+for a bootstrap to say anything, so the boundary is not tested.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import UserFactory
+from tests.test_leaderboard import build_tiny, run, run_json
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def tiny(db):
+    return build_tiny()
+
+
+def test_leaderboard_json_marks_the_boundary_and_few_counted_models(tiny):
+    doc = run_json("leaderboard", "--edition", "original", "--no-cache")
+    assert doc["min_counted"] == 30
+    [c] = doc["neighbours"]
+    assert (c["above"], c["below"], c["n_questions"], c["difference"]) == ("mB", "mA", 2, 50.0)
+    assert c["band_boundary"] is True and c["supported"] is None
+    assert (doc["band_boundaries"], doc["band_boundaries_supported"]) == (1, 0)
+    assert {m["model_id"]: m["few_counted"] for m in doc["models"]} == {"mB": True, "mA": True}
+    table, _ = run("leaderboard", "--edition", "original")
+    assert "boundary not tested (no bootstrap, or only 2 paired questions" in table
+    assert "0 of 1 band boundaries are supported by a paired bootstrap" in table
+
+
+def test_leaderboard_page_badges_few_counted_models(tiny, client):
+    client.force_login(UserFactory(username="reader"))
+    page = client.get("/leaderboard/tiny/?edition=original").content.decode()
+    assert page.count(">few counted</span>") == 2
