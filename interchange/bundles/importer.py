@@ -105,6 +105,7 @@ class _Importer(ContentSteps, EditionSteps, JudgingSteps):
 
     def run(self, dry_run: bool) -> ImportResult:
         self.bench = self._benchmark()
+        self._users()
         self._categories()
         self._documents()
         self._sections()
@@ -112,10 +113,12 @@ class _Importer(ContentSteps, EditionSteps, JudgingSteps):
         self._editions()
         self._models()
         self._judges()
+        self._judge_settings()
         self._responses()
         self._grades()
         self._audits()
         self._exclusions()
+        self._audit_log()
         return ImportResult(self.d.name, dry_run, self.created, self.d.counts(), self.warnings)
 
 

@@ -1,0 +1,262 @@
+"""A bundle carries the history (issue 21 item 7): who published each key edition and when,
+the judges' backend settings (never secrets) and the audit log; users by name only.
+
+The worked benchmark: the demo bundle imported and triaged, one key entry corrected through
+the review services (claim, propose, approve by a second editor, publish), judge settings
+set as an admin would. It is exported, imported into an EMPTY database (a fresh SQLite
+file, in a subprocess, as an operator restores) and every carried field is compared with
+the source database's. Bad history rows refuse the whole bundle with FILE:LINE: FIELD.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from core.models import AuditLogEntry
+from interchange.bundles import BundleError, import_bundle
+from questions.models import Benchmark, KeyEdition
+from scoring.models import Judge
+from tests.conftest import DEMO_BUNDLE
+from tests.test_attack_immutability import make_correction, make_user
+from tests.test_backup_restore import _manage
+
+BENCHMARK = "uk-construction-demo"
+
+DUMP = """
+import json
+from django.contrib.auth.models import User
+from core.models import AuditLogEntry
+from questions.models import KeyEdition
+from scoring.models import Judge
+b = "uk-construction-demo"
+print(json.dumps({
+ "editions": [[e.name, e.published_at.isoformat(), e.published_by.username if e.published_by else None]
+   for e in KeyEdition.objects.filter(benchmark__name=b).order_by("id")],
+ "judges": [[j.judge_id, j.base_url, j.api_key_env, j.backend_settings, j.active]
+   for j in Judge.objects.filter(benchmark__name=b).order_by("judge_id")],
+ "log": [[e.created_at.isoformat(), e.actor.username if e.actor else None, e.actor_label, e.action,
+   e.target_type, e.target_id, e.target_label, e.before, e.after]
+   for e in AuditLogEntry.objects.filter(benchmark_name=b).order_by("created_at", "id")],
+ "users": sorted([u.username, u.is_active, u.has_usable_password(), u.groups.count()]
+   for u in User.objects.all()),
+}))
+"""
+
+
+@pytest.fixture
+def worked(db, settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
+    call_command("triage", benchmark=BENCHMARK, verbosity=0)
+    bench = Benchmark.objects.get(name=BENCHMARK)
+    reviewer = make_user("h-reviewer", "reviewer")
+    editor = make_user("h-editor", "editor")
+    edition = make_correction(bench, reviewer=reviewer, approver=editor)
+    judge = Judge.objects.filter(benchmark=bench, role="judge").order_by("judge_id").first()
+    judge.base_url = "https://svc:hunter2@llm.example.org:8443/v1?key=sk-secret#x"
+    judge.api_key_env = "ACME_API_KEY"
+    judge.backend_settings = {"temperature": 0.0, "max_tokens": 600, "api_key": "sk-secret"}
+    judge.save()
+    auditor = Judge.objects.filter(benchmark=bench, role="auditor").order_by("judge_id").first()
+    auditor.active = False
+    auditor.save()
+    return bench, edition
+
+
+def _here() -> dict:
+    b = BENCHMARK
+    return json.loads(
+        json.dumps(
+            {
+                "editions": [
+                    [
+                        e.name,
+                        e.published_at.isoformat(),
+                        e.published_by.username if e.published_by else None,
+                    ]
+                    for e in KeyEdition.objects.filter(benchmark__name=b).order_by("id")
+                ],
+                "judges": [
+                    [j.judge_id, j.base_url, j.api_key_env, j.backend_settings, j.active]
+                    for j in Judge.objects.filter(benchmark__name=b).order_by("judge_id")
+                ],
+                "log": [
+                    [
+                        e.created_at.isoformat(),
+                        e.actor.username if e.actor else None,
+                        e.actor_label,
+                        e.action,
+                        e.target_type,
+                        e.target_id,
+                        e.target_label,
+                        e.before,
+                        e.after,
+                    ]
+                    for e in AuditLogEntry.objects.filter(benchmark_name=b).order_by(
+                        "created_at", "id"
+                    )
+                ],
+            }
+        )
+    )
+
+
+def test_the_history_restores_into_an_empty_database_field_by_field(worked, tmp_path):
+    bench, edition = worked
+    backup = tmp_path / "backup"
+    call_command("export_bundle", str(backup), benchmark=BENCHMARK, verbosity=0)
+    # Secrets never travel: not the password or token in the URL, not the api_key setting.
+    text = "".join(p.read_text() for p in backup.iterdir())
+    assert "hunter2" not in text and "sk-secret" not in text
+    assert "correct-horse" not in text and "md5$" not in text
+
+    sqlite = Path("/tmp") / f"snaglist-history-{uuid.uuid4().hex}.sqlite3"
+    url = f"sqlite:///{sqlite}"
+    try:
+        _manage("migrate", "--verbosity", "0", database_url=url)
+        _manage("import_bundle", str(backup), database_url=url)
+        there = json.loads(_manage("shell", "-c", DUMP, database_url=url).stdout.splitlines()[-1])
+    finally:
+        sqlite.unlink(missing_ok=True)
+
+    here = _here()
+    # Editions: the same names, publication times and publishers (original by the system).
+    assert there["editions"] == here["editions"]
+    assert here["editions"][-1][0] == edition.name and here["editions"][-1][2] == "h-editor"
+    # Judges: every setting but the secrets, which were dropped on export.
+    source_judges = {j[0]: j for j in here["judges"]}
+    for jid, base_url, env, settings, active in there["judges"]:
+        _, s_url, s_env, s_settings, s_active = source_judges[jid]
+        assert (env, active) == (s_env, s_active)
+        assert settings == {k: v for k, v in s_settings.items() if k != "api_key"}
+        assert base_url == s_url.replace("svc:hunter2@", "").split("?")[0]
+    assert [j for j in there["judges"] if j[1]] == [
+        [
+            "ref-lenient",
+            "https://llm.example.org:8443/v1",
+            "ACME_API_KEY",
+            {"temperature": 0.0, "max_tokens": 600},
+            True,
+        ]
+    ]
+    assert [j[0] for j in there["judges"] if not j[4]] == ["ref-auditor-a"]
+    # The audit log: every entry, every field, in order (the import adds none of its own
+    # here: the demo's auditors share a vendor, so rule 4 excludes nothing).
+    assert there["log"] == here["log"]
+    assert len(here["log"]) >= 4
+    assert {row[1] for row in there["log"]} >= {"h-reviewer", "h-editor"}
+    # Users by name only: created inactive, with no usable password and no role.
+    assert there["users"] == [["h-editor", False, False, 0], ["h-reviewer", False, False, 0]]
+
+
+def test_re_importing_the_export_adds_nothing_and_changes_no_log_row(worked, tmp_path):
+    backup = tmp_path / "backup"
+    call_command("export_bundle", str(backup), benchmark=BENCHMARK, verbosity=0)
+    before = list(AuditLogEntry.objects.order_by("id").values())
+    result = import_bundle(backup)
+    assert result.already_imported, result.created
+    # The judge's settings were exported without the secret: a difference, kept as stored.
+    assert any("judge_settings.jsonl" in w and "kept as stored" in w for w in result.warnings)
+    assert list(AuditLogEntry.objects.order_by("id").values()) == before
+
+
+def test_an_old_bundle_without_the_history_files_still_imports(db):
+    names = {p.name for p in DEMO_BUNDLE.iterdir()}
+    assert not names & {"publications.jsonl", "judge_settings.jsonl", "audit_log.jsonl"}
+    result = import_bundle(DEMO_BUNDLE)
+    assert result.created["questions"] == 46 and result.created["audit_log"] == 0
+    original = KeyEdition.objects.get(benchmark__name=BENCHMARK, name="original")
+    assert original.published_by is None and original.published_at is not None
+
+
+BAD_ROWS = {
+    "publications.jsonl": [
+        ('{"edition": "corrected-9", "published_at": "2026-01-02T10:00:00+00:00"}', "edition"),
+        ('{"edition": "original", "published_at": "2026-01-02T10:00:00"}', "published_at"),
+        ('{"edition": "original", "published_at": "2 Jan 2026"}', "published_at"),
+    ],
+    "judge_settings.jsonl": [
+        ('{"judge_id": "ref-lenient", "backend_settings": {"api_key": "x"}}', "backend_settings"),
+        ('{"judge_id": "ref-lenient", "base_url": "https://u:p@h.example/v1"}', "base_url"),
+        ('{"judge_id": "ref-lenient", "base_url": "https://h.example/v1?token=x"}', "base_url"),
+        ('{"judge_id": "nobody"}', "judge_id"),
+        ('{"judge_id": "ref-lenient", "api_key_env": "sk-live-123"}', "api_key_env"),
+        ('{"judge_id": "ref-lenient", "active": "yes"}', "active"),
+    ],
+    "audit_log.jsonl": [
+        (
+            '{"actor_label": "ann", "action": "x.y", "target_type": "t", "target_id": "1"}',
+            "created_at",
+        ),
+        (
+            '{"created_at": "2026-01-02T10:00:00+00:00", "actor_label": "", "action": "x.y",'
+            ' "target_type": "t", "target_id": "1"}',
+            "actor_label",
+        ),
+        (
+            '{"created_at": "2026-01-02T10:00:00+00:00", "actor_label": "ann", "action": "x.y",'
+            ' "target_type": "t", "target_id": "1", "after": {"a": "\\u0000"}}',
+            "after.a",
+        ),
+        (
+            '{"created_at": "2026-01-02T10:00:00+00:00", "actor": "' + "u" * 151 + '",'
+            ' "actor_label": "ann", "action": "x.y", "target_type": "t", "target_id": "1"}',
+            "actor",
+        ),
+    ],
+}
+
+
+def test_bad_history_rows_refuse_the_whole_bundle_naming_file_line_and_field(db, tmp_path):
+    bundle = tmp_path / "bad"
+    shutil.copytree(DEMO_BUNDLE, bundle)
+    judges = (bundle / "judges.csv").read_text()
+    assert "ref-lenient" in judges, judges
+    expected = []
+    for name, rows in BAD_ROWS.items():
+        (bundle / name).write_text("".join(r + "\n" for r, _ in rows))
+        expected += [f"{name}:{i}: {field}: " for i, (_, field) in enumerate(rows, start=1)]
+    with pytest.raises(BundleError) as caught:
+        import_bundle(bundle)
+    problems = caught.value.problems
+    for prefix in expected:
+        assert any(p.startswith(prefix) for p in problems), (prefix, problems)
+    assert len(problems) == len(expected), problems
+    assert any("secrets never travel" in p for p in problems)
+    # All or nothing: not even the valid files were written.
+    assert not Benchmark.objects.exists() and not AuditLogEntry.objects.exists()
+    assert not User.objects.exists()
+
+
+def test_a_valid_history_sets_publication_and_creates_missing_users_inactive(db, tmp_path):
+    bundle = tmp_path / "ok"
+    shutil.copytree(DEMO_BUNDLE, bundle)
+    (bundle / "publications.jsonl").write_text(
+        '{"edition": "original", "published_at": "2025-11-03T09:15:00+01:00",'
+        ' "published_by": "zoë"}\n'
+    )
+    (bundle / "audit_log.jsonl").write_text(
+        '{"created_at": "2025-11-03T08:15:00+00:00", "actor": "zoë", "actor_label": "zoë",'
+        ' "action": "key_edition.publish", "target_type": "key_edition", "target_id": "1",'
+        ' "target_label": "original", "before": null, "after": {"status": "published"}}\n'
+    )
+    existing = make_user("zoë")
+    result = import_bundle(bundle)
+    assert result.created["users"] == 0 and result.created["audit_log"] == 1
+    original = KeyEdition.objects.get(name="original")
+    assert original.published_by == existing
+    assert original.published_at.isoformat() == "2025-11-03T08:15:00+00:00"
+    entry = AuditLogEntry.objects.get()
+    assert (entry.actor, entry.benchmark_name, entry.after) == (
+        existing,
+        BENCHMARK,
+        {"status": "published"},
+    )
+    assert existing.is_active  # an existing user is used as it is, never changed
