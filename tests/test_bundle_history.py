@@ -29,25 +29,55 @@ from tests.test_backup_restore import _manage
 
 BENCHMARK = "uk-construction-demo"
 
+# Run in the restored database (manage.py shell) and here, so both sides are read alike.
 DUMP = """
 import json
 from django.contrib.auth.models import User
 from core.models import AuditLogEntry
 from questions.models import KeyEdition
+from review.models import ReviewItem
 from scoring.models import Judge
-b = "uk-construction-demo"
-print(json.dumps({
- "editions": [[e.name, e.published_at.isoformat(), e.published_by.username if e.published_by else None]
-   for e in KeyEdition.objects.filter(benchmark__name=b).order_by("id")],
- "judges": [[j.judge_id, j.base_url, j.api_key_env, j.backend_settings, j.active]
-   for j in Judge.objects.filter(benchmark__name=b).order_by("judge_id")],
- "log": [[e.created_at.isoformat(), e.actor.username if e.actor else None, e.actor_label, e.action,
-   e.target_type, e.target_id, e.target_label, e.before, e.after]
-   for e in AuditLogEntry.objects.filter(benchmark_name=b).order_by("created_at", "id")],
- "users": sorted([u.username, u.is_active, u.has_usable_password(), u.groups.count()]
-   for u in User.objects.all()),
-}))
+
+def t(v):
+    return v.isoformat() if v else None
+
+def u(v):
+    return v.username if v else None
+
+def e(v):
+    return [v.edition.name, v.question.question_id] if v else None
+
+def dump(b):
+    return json.loads(json.dumps({
+     "editions": [[e.name, t(e.published_at), u(e.published_by)]
+       for e in KeyEdition.objects.filter(benchmark__name=b).order_by("id")],
+     "judges": [[j.judge_id, j.base_url, j.api_key_env, j.backend_settings, j.active]
+       for j in Judge.objects.filter(benchmark__name=b).order_by("judge_id")],
+     "log": [[x.created_at.isoformat(), u(x.actor), x.actor_label, x.action, x.target_type,
+       x.target_id, x.target_label, x.before, x.after]
+       for x in AuditLogEntry.objects.filter(benchmark_name=b).order_by("created_at", "id")],
+     "users": sorted([x.username, x.is_active, x.has_usable_password(), x.groups.count()]
+       for x in User.objects.all()),
+     "items": [[i.question.question_id, i.source, i.sources, i.priority, i.reasons, i.status,
+       u(i.claimed_by), t(i.claimed_at), t(i.claim_expires_at), i.version, t(i.created_at),
+       t(i.updated_at), t(i.closed_at),
+       [[v.kind, v.detail, v.fingerprint, t(v.created_at)]
+        for v in i.evidence.order_by("created_at", "id")],
+       [[u(c.reviewer), e(c.key_entry), c.locator_exists, c.supports, c.edition_in_force,
+         c.amended, c.note, c.source_url, t(c.created_at)] for c in i.checks.order_by("created_at")],
+       [[u(p.author), p.action, e(p.base_entry), p.answer, p.citation_doc_id, p.citation_locator,
+         p.citation_quote, p.reason, p.note, p.status, u(p.decided_by), t(p.decided_at),
+         p.decision_comment, e(p.key_entry), t(p.created_at)]
+        for p in i.proposals.order_by("created_at")]]
+       for i in ReviewItem.objects.filter(benchmark__name=b).order_by("created_at", "id")],
+    }, default=str))
 """
+
+
+def _here() -> dict:
+    scope: dict = {}
+    exec(DUMP, scope)
+    return scope["dump"](BENCHMARK)
 
 
 @pytest.fixture
@@ -67,45 +97,38 @@ def worked(db, settings):
     auditor = Judge.objects.filter(benchmark=bench, role="auditor").order_by("judge_id").first()
     auditor.active = False
     auditor.save()
+    _rejected_removal(bench, reviewer, editor)
     return bench, edition
 
 
-def _here() -> dict:
-    b = BENCHMARK
-    return json.loads(
-        json.dumps(
-            {
-                "editions": [
-                    [
-                        e.name,
-                        e.published_at.isoformat(),
-                        e.published_by.username if e.published_by else None,
-                    ]
-                    for e in KeyEdition.objects.filter(benchmark__name=b).order_by("id")
-                ],
-                "judges": [
-                    [j.judge_id, j.base_url, j.api_key_env, j.backend_settings, j.active]
-                    for j in Judge.objects.filter(benchmark__name=b).order_by("judge_id")
-                ],
-                "log": [
-                    [
-                        e.created_at.isoformat(),
-                        e.actor.username if e.actor else None,
-                        e.actor_label,
-                        e.action,
-                        e.target_type,
-                        e.target_id,
-                        e.target_label,
-                        e.before,
-                        e.after,
-                    ]
-                    for e in AuditLogEntry.objects.filter(benchmark_name=b).order_by(
-                        "created_at", "id"
-                    )
-                ],
-            }
-        )
+def _rejected_removal(bench, reviewer, editor) -> None:
+    """A second item: claimed, its citation checked, a removal proposed and rejected."""
+    from review import services
+    from review.models import ReviewItem
+
+    item = ReviewItem.objects.filter(benchmark=bench, status="open").order_by("id").first()
+    item = services.review_item_claim(item=item, user=reviewer)
+    services.citation_check_record(
+        item=item,
+        user=reviewer,
+        version=item.version,
+        locator_exists="yes",
+        supports="partly",
+        edition_in_force="superseded",
+        amended="unknown",
+        note="Table 2 moved in the 2021 edition — ≤ 0.18 W/(m²·K).",
+        source_url="https://www.gov.uk/guidance/approved-documents",
     )
+    item.refresh_from_db()
+    proposal = services.proposal_create(
+        item=item,
+        user=reviewer,
+        version=item.version,
+        action="remove",
+        reason="superseded_edition",
+        note="Cites a withdrawn edition.",
+    )
+    services.proposal_reject(proposal=proposal, user=editor, comment="The 2021 text agrees.")
 
 
 def test_the_history_restores_into_an_empty_database_field_by_field(worked, tmp_path):
@@ -122,7 +145,8 @@ def test_the_history_restores_into_an_empty_database_field_by_field(worked, tmp_
     try:
         _manage("migrate", "--verbosity", "0", database_url=url)
         _manage("import_bundle", str(backup), database_url=url)
-        there = json.loads(_manage("shell", "-c", DUMP, database_url=url).stdout.splitlines()[-1])
+        script = DUMP + f"\nprint(json.dumps(dump({BENCHMARK!r})))"
+        there = json.loads(_manage("shell", "-c", script, database_url=url).stdout.splitlines()[-1])
     finally:
         sqlite.unlink(missing_ok=True)
 
@@ -152,6 +176,19 @@ def test_the_history_restores_into_an_empty_database_field_by_field(worked, tmp_
     assert there["log"] == here["log"]
     assert len(here["log"]) >= 4
     assert {row[1] for row in there["log"]} >= {"h-reviewer", "h-editor"}
+    # Review items with their evidence, citation checks and proposals (author, editor,
+    # comment, decision times, key entries by edition), every field.
+    assert there["items"] == here["items"]
+    statuses = sorted(i[5] for i in here["items"])
+    assert "corrected" in statuses and "claimed" in statuses and len(statuses) >= 10
+    proposals = [p for i in here["items"] for p in i[15]]
+    assert sorted((p[0], p[9], p[10]) for p in proposals) == [
+        ("h-reviewer", "approved", "h-editor"),
+        ("h-reviewer", "rejected", "h-editor"),
+    ]
+    assert [p[13] for p in proposals if p[9] == "approved"][0][0] == edition.name
+    assert sum(len(i[14]) for i in here["items"]) == 1
+    assert sum(len(i[13]) for i in here["items"]) >= len(here["items"])
     # Users by name only: created inactive, with no usable password and no role.
     assert there["users"] == [["h-editor", False, False, 0], ["h-reviewer", False, False, 0]]
 
@@ -176,7 +213,81 @@ def test_an_old_bundle_without_the_history_files_still_imports(db):
     assert original.published_by is None and original.published_at is not None
 
 
+def _item(**changes) -> str:
+    """One line of review_items.jsonl: a valid open item of Q001, with `changes`."""
+    item = {
+        "question_id": "Q001",
+        "source": "manual",
+        "sources": ["manual"],
+        "priority": 0,
+        "reasons": "",
+        "status": "open",
+        "version": 1,
+        "created_at": "2026-01-02T10:00:00+00:00",
+        "updated_at": "2026-01-02T10:00:00+00:00",
+    }
+    item.update(changes)
+    return json.dumps(item)
+
+
+PROPOSAL = {
+    "author": "ann",
+    "action": "remove",
+    "reason": "other",
+    "status": "approved",
+    "decided_by": "bob",
+    "decided_at": "2026-01-02T11:00:00+00:00",
+    "created_at": "2026-01-02T10:30:00+00:00",
+}
+CHECK = {
+    "reviewer": "ann",
+    "locator_exists": "yes",
+    "supports": "no",
+    "edition_in_force": "yes",
+    "amended": "no",
+    "created_at": "2026-01-02T10:30:00+00:00",
+}
+
 BAD_ROWS = {
+    "review_items.jsonl": [
+        (_item(question_id="Q999"), "question_id"),
+        (_item(status="claimed", question_id="Q002"), "claimed_by"),
+        (_item(created_at="2026-01-02 10:00", question_id="Q003"), "created_at"),
+        (_item(status="shelved", question_id="Q004"), "status"),
+        (
+            _item(question_id="Q005", proposals=[{**PROPOSAL, "decided_by": None}]),
+            "proposals[0].decided_by",
+        ),
+        (
+            _item(question_id="Q006", proposals=[{**PROPOSAL, "decided_by": "ann"}]),
+            "proposals[0].decided_by",
+        ),
+        (_item(question_id="Q007", proposals=[{**PROPOSAL, "reason": ""}]), "proposals[0].reason"),
+        (
+            _item(question_id="Q008", citation_checks=[{**CHECK, "key_entry": "corrected-9"}]),
+            "citation_checks[0].key_entry",
+        ),
+        (
+            _item(question_id="Q009", citation_checks=[{**CHECK, "reviewer": None}]),
+            "citation_checks[0].reviewer",
+        ),
+        (
+            _item(
+                question_id="Q010",
+                evidence=[
+                    {
+                        "kind": "gossip",
+                        "detail": {},
+                        "fingerprint": "f",
+                        "created_at": "2026-01-02T10:00:00+00:00",
+                    }
+                ],
+            ),
+            "evidence[0].kind",
+        ),
+        (_item(question_id="Q011"), None),
+        (_item(question_id="Q011"), "status"),
+    ],
     "publications.jsonl": [
         ('{"edition": "corrected-9", "published_at": "2026-01-02T10:00:00+00:00"}', "edition"),
         ('{"edition": "original", "published_at": "2026-01-02T10:00:00"}', "published_at"),
@@ -222,7 +333,9 @@ def test_bad_history_rows_refuse_the_whole_bundle_naming_file_line_and_field(db,
     expected = []
     for name, rows in BAD_ROWS.items():
         (bundle / name).write_text("".join(r + "\n" for r, _ in rows))
-        expected += [f"{name}:{i}: {field}: " for i, (_, field) in enumerate(rows, start=1)]
+        expected += [
+            f"{name}:{i}: {field}: " for i, (_, field) in enumerate(rows, start=1) if field
+        ]
     with pytest.raises(BundleError) as caught:
         import_bundle(bundle)
     problems = caught.value.problems
@@ -230,6 +343,8 @@ def test_bad_history_rows_refuse_the_whole_bundle_naming_file_line_and_field(db,
         assert any(p.startswith(prefix) for p in problems), (prefix, problems)
     assert len(problems) == len(expected), problems
     assert any("secrets never travel" in p for p in problems)
+    assert any("cannot decide their own proposal" in p for p in problems)
+    assert any("at most one" in p for p in problems)
     # All or nothing: not even the valid files were written.
     assert not Benchmark.objects.exists() and not AuditLogEntry.objects.exists()
     assert not User.objects.exists()
@@ -260,3 +375,23 @@ def test_a_valid_history_sets_publication_and_creates_missing_users_inactive(db,
         {"status": "published"},
     )
     assert existing.is_active  # an existing user is used as it is, never changed
+
+
+def test_an_open_item_for_a_question_with_one_open_in_the_database_is_refused(db, tmp_path):
+    call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
+    call_command("triage", benchmark=BENCHMARK, verbosity=0)
+    from review.models import ReviewItem
+
+    busy = ReviewItem.objects.filter(status="open").order_by("id").first()
+    qid = busy.question.question_id
+    bundle = tmp_path / "more"
+    shutil.copytree(DEMO_BUNDLE, bundle)
+    (bundle / "review_items.jsonl").write_text(_item(question_id=qid) + "\n")
+    count = ReviewItem.objects.count()
+    with pytest.raises(BundleError) as caught:
+        import_bundle(bundle)
+    assert caught.value.problems == [
+        f"review_items.jsonl:1: status: question {qid!r} already has a review item that is "
+        "not closed in the database; close it or import into an empty database"
+    ]
+    assert ReviewItem.objects.count() == count

@@ -62,6 +62,9 @@ class BundleData:
     publications: dict[str, dict[str, Any]] = field(default_factory=dict)
     judge_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     audit_log: list[dict[str, Any]] = field(default_factory=list)
+    # (core.bundle_parts.BundlePart, its validated payload); rows per part file
+    parts: list[tuple[Any, Any]] = field(default_factory=list)
+    part_counts: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
@@ -81,4 +84,5 @@ class BundleData:
             "publications": len(self.publications),
             "judge_settings": len(self.judge_settings),
             "audit_log": len(self.audit_log),
+            **self.part_counts,
         }

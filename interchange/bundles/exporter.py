@@ -27,6 +27,7 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 
+from core.bundle_parts import parts
 from interchange.bundles.formula import neutralise
 from interchange.bundles.history_export import add_history
 from interchange.bundles.rows import ORIGINAL
@@ -96,6 +97,10 @@ def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[s
         files["corrections.jsonl"] = _corrections(later)
     _add_verdicts(files, chain, judge_pv)
     add_history(files, benchmark, chain, _jsonl)
+    for part in parts():
+        for name, rows in part.export(benchmark, chain).items():
+            if rows:
+                files[name] = _jsonl(rows)
     return files
 
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from core.bundle_parts import Known, parts
 from interchange.bundles.data import BundleData
 from interchange.bundles.problems import Problems
 from interchange.bundles.rows import MAX, ORIGINAL, Row, iter_jsonl, nul_path, type_name
@@ -61,6 +62,22 @@ def read_history(source: BundleSource, p: Problems, b: BundleData) -> None:
         _judge_settings(source, p, b)
     if source.exists(AUDIT_LOG):
         _audit_log(source, p, b)
+    _parts(source, p, b)
+
+
+def _parts(source: BundleSource, p: Problems, b: BundleData) -> None:
+    """Read the files of the registered bundle parts (core.bundle_parts: review's history)."""
+    known = Known(frozenset(b.questions), (ORIGINAL, *b.editions))
+    for part in parts():
+        present = [name for name in part.files if source.exists(name)]
+        if not present:
+            continue
+        rows = {
+            name: [(row.line, row.data) for row in iter_jsonl(source, name, p)] for name in present
+        }
+        b.parts.append((part, part.read(rows, known, p.add)))
+        for name in present:
+            b.part_counts[name.removesuffix(".jsonl")] = len(rows[name])
 
 
 def _username(row: Row, name: str) -> str | None:

@@ -12,10 +12,11 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
+from core.bundle_parts import Target
 from core.services import audit_log_restore
 from interchange.bundles.history_read import AUDIT_LOG, JUDGE_SETTINGS, PUBLICATIONS
 from interchange.bundles.import_base import ImportBase
-from questions.models import KeyEdition
+from questions.models import KeyEdition, KeyEntry
 from scoring.models import Judge
 
 JUDGE_SETTING_FIELDS = ("base_url", "api_key_env", "backend_settings", "active")
@@ -30,6 +31,8 @@ class HistorySteps(ImportBase):
         d = self.d
         names = {p["published_by"] for p in d.publications.values()}
         names |= {row["actor"] for row in d.audit_log}
+        for part, payload in d.parts:
+            names |= part.user_names(payload)
         names.discard("")
         names.discard(None)
         user_model = get_user_model()
@@ -93,6 +96,26 @@ class HistorySteps(ImportBase):
             for row in self.d.audit_log
         ]
         self.created["audit_log"] += audit_log_restore(rows)
+
+    def _parts(self) -> None:
+        """Let each registered bundle part (core.bundle_parts) write its rows."""
+        if not self.d.parts:
+            return
+        entries = {
+            (ed, qid): pk
+            for ed, qid, pk in KeyEntry.objects.filter(
+                edition__in=list(self.editions.values())
+            ).values_list("edition__name", "question__question_id", "pk")
+        }
+        target = Target(
+            self.bench,
+            dict(self.question_pk),
+            lambda edition, qid: entries.get((edition, qid)),
+            dict(self.users),
+        )
+        for part, payload in self.d.parts:
+            for label, count in part.write(payload, target, self.p.add).items():
+                self.created[label] = self.created.get(label, 0) + count
 
 
 __all__ = ["AUDIT_LOG", "HistorySteps"]

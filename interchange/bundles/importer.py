@@ -119,6 +119,7 @@ class _Importer(ContentSteps, EditionSteps, JudgingSteps):
         self._audits()
         self._exclusions()
         self._audit_log()
+        self._parts()
         return ImportResult(self.d.name, dry_run, self.created, self.d.counts(), self.warnings)
 
 
