@@ -9,6 +9,7 @@ times as ISO 8601 with a UTC offset. Format: docs/bundle-format.md ("Review hist
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -400,7 +401,7 @@ class _Checker:
 
     def _evidence(self, e: dict, where: str) -> dict[str, Any]:
         detail = e.get("detail", {})
-        if not isinstance(detail, dict) or "\x00" in str(detail):
+        if not isinstance(detail, dict) or "\\u0000" in json.dumps(detail):
             self.error(where + "detail", "must be an object without NUL characters")
         return {
             "kind": self.choice(e, "kind", where, Source.values),

@@ -285,6 +285,20 @@ BAD_ROWS = {
             ),
             "evidence[0].kind",
         ),
+        (
+            _item(
+                question_id="Q012",
+                evidence=[
+                    {
+                        "kind": "manual",
+                        "detail": {"why": "a\u0000b"},
+                        "fingerprint": "f",
+                        "created_at": "2026-01-02T10:00:00+00:00",
+                    }
+                ],
+            ),
+            "evidence[0].detail",
+        ),
         (_item(question_id="Q011"), None),
         (_item(question_id="Q011"), "status"),
     ],
