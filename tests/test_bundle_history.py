@@ -379,6 +379,7 @@ def test_a_valid_history_sets_publication_and_creates_missing_users_inactive(db,
     existing = make_user("zoë")
     result = import_bundle(bundle)
     assert result.created["users"] == 0 and result.created["audit_log"] == 1
+    assert result.created["publications"] == 1
     original = KeyEdition.objects.get(name="original")
     assert original.published_by == existing
     assert original.published_at.isoformat() == "2025-11-03T08:15:00+00:00"

@@ -88,6 +88,8 @@ class EditionSteps(HistorySteps):
         # Published in the same transaction: from here the triggers forbid any change.
         # Who published it and when come from publications.jsonl where the bundle says.
         at, by = self._publication(name)
+        if name in self.d.publications:
+            self.created["publications"] += 1
         KeyEdition.objects.filter(pk=edition.pk, status=KeyEdition.Status.DRAFT).update(
             status=KeyEdition.Status.PUBLISHED, published_at=at or timezone.now(), published_by=by
         )
