@@ -36,6 +36,19 @@ PROPOSAL_TEXT = (
     "note",
     "decision_comment",
 )
+ITEM_FIELDS = (
+    "source",
+    "sources",
+    "priority",
+    "reasons",
+    "status",
+    "version",
+    "claimed_at",
+    "claim_expires_at",
+    "closed_at",
+)
+PROPOSAL_FIELDS = ("action", "reason", "status", "decided_at")
+BATCH = 1000
 TEXT_MAX = {"citation_doc_id": 100, "citation_locator": 100, "source_url": 1000}
 
 
@@ -163,7 +176,6 @@ class ReviewHistoryPart:
 
         A stored item with that key is left as it is (re-import changes nothing); a new
         item that is not closed where the question already has one is a problem."""
-        created = {"review_items": 0, "evidence": 0, "citation_checks": 0, "proposals": 0}
         stored = set(
             ReviewItem.objects.filter(benchmark=target.benchmark).values_list(
                 "question__question_id", "created_at"
@@ -174,6 +186,7 @@ class ReviewHistoryPart:
             .exclude(status__in=ReviewItem.CLOSED)
             .values_list("question__question_id", flat=True)
         )
+        new: list[dict[str, Any]] = []
         for item in payload:
             qid = item["question_id"]
             if (qid, item["created_at"]) in stored:
@@ -196,8 +209,8 @@ class ReviewHistoryPart:
                     f"the bundle has no key entry of {qid!r} in edition {missing[1]!r}",
                 )
                 continue
-            self._write_item(item, target, created)
-        return created
+            new.append(item)
+        return self._write_items(new, target)
 
     @staticmethod
     def _missing_entries(item: dict[str, Any], target: Target) -> tuple[str, str] | None:
@@ -216,67 +229,78 @@ class ReviewHistoryPart:
                 return field, edition
         return None
 
-    def _write_item(self, item: dict[str, Any], target: Target, created: dict[str, int]) -> None:
-        qid = item["question_id"]
+    def _write_items(self, items: list[dict[str, Any]], target: Target) -> dict[str, int]:
+        """Insert `items` and their evidence, checks and proposals: one batched insert per
+        table, then one batched update that puts back the recorded times (auto_now and
+        auto_now_add overwrite them on insert)."""
         users = target.users
+        objs = [
+            ReviewItem(
+                benchmark=target.benchmark,
+                question_id=target.question_pk[item["question_id"]],
+                claimed_by=users.get(item["claimed_by"]),
+                **{k: item[k] for k in ITEM_FIELDS},
+            )
+            for item in items
+        ]
+        ReviewItem.objects.bulk_create(objs, batch_size=BATCH)
+        _restore_times(ReviewItem, objs, [(i["created_at"], i["updated_at"]) for i in items])
+        children: dict[type, list[tuple[Any, datetime]]] = {
+            Evidence: [],
+            CitationCheck: [],
+            Proposal: [],
+        }
+        for obj, item in zip(objs, items, strict=True):
 
-        def entry(edition: str | None) -> int | None:
-            return target.entry(edition, qid) if edition else None
+            def entry(edition: str | None, qid: str = item["question_id"]) -> int | None:
+                return target.entry(edition, qid) if edition else None
 
-        obj = ReviewItem.objects.create(
-            benchmark=target.benchmark,
-            question_id=target.question_pk[qid],
-            claimed_by=users.get(item["claimed_by"]),
-            **{
-                k: item[k]
-                for k in (
-                    "source",
-                    "sources",
-                    "priority",
-                    "reasons",
-                    "status",
-                    "version",
-                    "claimed_at",
-                    "claim_expires_at",
-                    "closed_at",
+            for e in item["evidence"]:
+                children[Evidence].append(
+                    (
+                        Evidence(item=obj, **{k: e[k] for k in ("kind", "detail", "fingerprint")}),
+                        e["created_at"],
+                    )
                 )
-            },
-        )
-        # auto_now(_add) overwrote the times on create; update() sets them as recorded.
-        ReviewItem.objects.filter(pk=obj.pk).update(
-            created_at=item["created_at"], updated_at=item["updated_at"]
-        )
-        created["review_items"] += 1
-        for e in item["evidence"]:
-            ev = Evidence.objects.create(
-                item=obj, kind=e["kind"], detail=e["detail"], fingerprint=e["fingerprint"]
-            )
-            Evidence.objects.filter(pk=ev.pk).update(created_at=e["created_at"])
-            created["evidence"] += 1
-        for c in item["citation_checks"]:
-            cc = CitationCheck.objects.create(
-                item=obj,
-                reviewer=users[c["reviewer"]],
-                key_entry_id=entry(c["key_entry"]),
-                **{f: c[f] for f in (*CHECK_CHOICES, *CHECK_TEXT)},
-            )
-            CitationCheck.objects.filter(pk=cc.pk).update(created_at=c["created_at"])
-            created["citation_checks"] += 1
-        for p in item["proposals"]:
-            pr = Proposal.objects.create(
-                item=obj,
-                author=users[p["author"]],
-                action=p["action"],
-                base_entry_id=entry(p["base_entry"]),
-                reason=p["reason"],
-                status=p["status"],
-                decided_by=users.get(p["decided_by"]),
-                decided_at=p["decided_at"],
-                key_entry_id=entry(p["key_entry"]),
-                **{f: p[f] for f in PROPOSAL_TEXT},
-            )
-            Proposal.objects.filter(pk=pr.pk).update(created_at=p["created_at"])
-            created["proposals"] += 1
+            for c in item["citation_checks"]:
+                check = CitationCheck(
+                    item=obj,
+                    reviewer=users[c["reviewer"]],
+                    key_entry_id=entry(c["key_entry"]),
+                    **{f: c[f] for f in (*CHECK_CHOICES, *CHECK_TEXT)},
+                )
+                children[CitationCheck].append((check, c["created_at"]))
+            for p in item["proposals"]:
+                proposal = Proposal(
+                    item=obj,
+                    author=users[p["author"]],
+                    decided_by=users.get(p["decided_by"]),
+                    base_entry_id=entry(p["base_entry"]),
+                    key_entry_id=entry(p["key_entry"]),
+                    **{f: p[f] for f in (*PROPOSAL_TEXT, *PROPOSAL_FIELDS)},
+                )
+                children[Proposal].append((proposal, p["created_at"]))
+        for model, rows in children.items():
+            made = [o for o, _ in rows]
+            model.objects.bulk_create(made, batch_size=BATCH)
+            _restore_times(model, made, [(t,) for _, t in rows])
+        return {
+            "review_items": len(objs),
+            "evidence": len(children[Evidence]),
+            "citation_checks": len(children[CitationCheck]),
+            "proposals": len(children[Proposal]),
+        }
+
+
+def _restore_times(model: type, objs: list[Any], times: list[tuple[datetime, ...]]) -> None:
+    """Set created_at (and updated_at, when two times are given) to the recorded values."""
+    if not objs:
+        return
+    names = ["created_at", "updated_at"][: len(times[0])]
+    for obj, values in zip(objs, times, strict=True):
+        for name, value in zip(names, values, strict=True):
+            setattr(obj, name, value)
+    model.objects.bulk_update(objs, names, batch_size=BATCH)
 
 
 class _Checker:
