@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from core.models import AuditLogEntry
 from interchange.bundles.history_read import (
     AUDIT_LOG,
+    ENV_NAME,
     JUDGE_SETTINGS,
     PUBLICATIONS,
     SETTING_KEYS,
@@ -66,7 +67,8 @@ def add_history(
                 {
                     "judge_id": j.judge_id,
                     "base_url": _public_url(j.base_url),
-                    "api_key_env": j.api_key_env,
+                    # A NAME of a variable; anything else (a pasted key) is not written.
+                    "api_key_env": j.api_key_env if ENV_NAME.match(j.api_key_env) else "",
                     "backend_settings": kept,
                     "active": j.active,
                 }
