@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from core.actions import Action
@@ -58,3 +59,52 @@ def role_change_log(*, actor, target_user, before: list[str], after: list[str]) 
         before={"groups": sorted(before)},
         after={"groups": sorted(after)},
     )
+
+
+LOG_FIELDS = (
+    "actor_label",
+    "action",
+    "target_type",
+    "target_id",
+    "target_label",
+    "benchmark_name",
+    "before",
+    "after",
+    "created_at",
+)
+
+
+def _log_key(entry: dict[str, Any]) -> tuple[Any, ...]:
+    """A hashable form of an entry's LOG_FIELDS (JSON values as sorted-key JSON text)."""
+    return tuple(
+        json.dumps(entry[f], sort_keys=True, default=str) if f in ("before", "after") else entry[f]
+        for f in LOG_FIELDS
+    )
+
+
+def audit_log_restore(entries: list[dict[str, Any]]) -> int:
+    """Insert audit log entries carried in from elsewhere (a bundle's history); return how
+    many were inserted. Append-only: an entry equal in every field of LOG_FIELDS to a
+    stored one is skipped (so restoring twice adds nothing); no stored row is changed.
+
+    Each entry is a dict of LOG_FIELDS (`created_at` an aware datetime, `before`/`after`
+    JSON values) plus `actor`, a user or None. `action` is kept as recorded, even one no
+    longer in core.actions.Action (history is not rewritten). Call it inside the
+    transaction of the import.
+    """
+    if not entries:
+        return 0
+    names = {e["benchmark_name"] for e in entries}
+    stored = {
+        _log_key(dict(zip(LOG_FIELDS, row, strict=True)))
+        for row in AuditLogEntry.objects.filter(benchmark_name__in=names).values_list(*LOG_FIELDS)
+    }
+    new = []
+    for entry in entries:
+        key = _log_key(entry)
+        if key in stored:
+            continue
+        stored.add(key)
+        new.append(AuditLogEntry(actor=entry.get("actor"), **{f: entry[f] for f in LOG_FIELDS}))
+    AuditLogEntry.objects.bulk_create(new, batch_size=2000)
+    return len(new)

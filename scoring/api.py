@@ -207,6 +207,7 @@ class ReportSerializer(serializers.Serializer):
     corrected = serializers.IntegerField()
     single_auditor_flags = serializers.IntegerField()
     judge_flagged = serializers.IntegerField()
+    judge_flags_standing = serializers.IntegerField()
     auditor_agreement_rate = serializers.FloatField(allow_null=True)
     responses_total = serializers.IntegerField()
     responses_counted = serializers.IntegerField()

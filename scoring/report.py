@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from questions.models import KeyEdition, KeyEntry
+from questions.selectors import edition_ancestry_ids
 from scoring.audit_rule import SINGLE, TO_REVIEW, audit_decisions
 from scoring.engine import agreed_grades, classify_responses, compare_leaderboards, grade_changes
 from scoring.engine.robustness import GradeChange
@@ -59,6 +60,7 @@ REPORT_KEYS = (
     "single_auditor_flags",
     "audit_sent_to_review",
     "judge_flagged",
+    "judge_flags_standing",
     "auditor_agreement_rate",
     "responses_total",
     "responses_counted",
@@ -112,7 +114,28 @@ def _audit_figures(entry_pks: list[int], auditor_refs: list[JudgeRef]) -> dict[s
     }
 
 
+def _judge_flag_shortlist(edition: KeyEdition, judges: list[JudgeRef]) -> int:
+    """Count the shortlist: distinct questions a judge of `judges` flagged while grading,
+    against whichever key entry the question had then (an entry of any edition on the chain
+    from `original` to `edition`, removed questions included), so a corrected edition still
+    shows the shortlist its corrections came from (cli.md `judge_flagged`, issue 21 item 5).
+    """
+    if not judges:
+        return 0
+    return (
+        Grade.objects.filter(key_entry__edition_id__in=edition_ancestry_ids(edition), flag=True)
+        .filter(_judge_filter(judges))
+        .order_by()
+        .values("key_entry__question_id")
+        .distinct()
+        .count()
+    )
+
+
 def _judge_flagged(entry_pks: list[int], judges: list[JudgeRef]) -> int:
+    """Count the flags still standing: distinct entries among `entry_pks` (the edition's
+    effective entries, one per question) that a judge of `judges` flagged (cli.md
+    `judge_flags_standing`)."""
     if not judges or not entry_pks:
         return 0
     return (
@@ -208,7 +231,8 @@ def build_report(
         "corrected": len(_corrected_question_pks(data)),
         "single_auditor_flags": audit["single"],
         "audit_sent_to_review": audit["to_review"],
-        "judge_flagged": _judge_flagged(entry_pks, judges),
+        "judge_flagged": _judge_flag_shortlist(edition, judges),
+        "judge_flags_standing": _judge_flagged(entry_pks, judges),
         "auditor_agreement_rate": _rate(audit["agree"], audit["both"]),
         "auditor_pairs_with_verdicts": audit["both"],
         "responses_total": lb.responses_total if lb else 0,
@@ -396,6 +420,12 @@ def _provenance(
         ),
         "auditor_agreement_rate": (e, a, audits + ": same verdict / every auditor gave one"),
         "judge_flagged": (
+            e,
+            j,
+            f"grades of judges {', '.join(j)} with flag set against the entry each question "
+            f"had when graded (any edition from original to {e}), distinct questions",
+        ),
+        "judge_flags_standing": (
             e,
             j,
             f"grades of judges {', '.join(j)} against edition {e}'s entries with flag set, distinct questions",

@@ -8,13 +8,11 @@ would), exported again from there, and the two exports are compared file by file
 
 What a restore brings back (byte-identical re-export): the manifest, categories,
 documents, sections, questions with the ORIGINAL key, every later published edition with
-its entries (`corrections.jsonl`), models, responses, judges, grades and audit verdicts.
-What it does not: `review-log.jsonl` (the audit log) is carried in the backup as a file
-only; import ignores it, so review items, citation checks, proposals and audit log rows
-are not re-created in the restored database (whose log starts with the import's own
-exclusions by audit). The test checks the file holds the whole
-correction's trail, so nothing is lost, but it is an archive, not restorable state.
-Issue 7, item 7.
+its entries (`corrections.jsonl`), models, responses, judges, grades and audit verdicts,
+and (issue 21 item 7) who published each edition and when (`publications.jsonl`) and the
+audit log (`audit_log.jsonl`, restored row for row; users by name, created inactive).
+Field-by-field checks of the history are in tests/test_bundle_history.py.
+Issue 7, item 7; issue 21, item 7.
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ from tests.conftest import DEMO_BUNDLE, PROJECT_ROOT
 from tests.test_attack_immutability import make_correction, make_user
 
 BENCHMARK = "uk-construction-demo"
-NOT_RESTORED = {"review-log.jsonl"}
+NOT_RESTORED: set[str] = set()
 
 
 def _manage(*args: str, database_url: str) -> subprocess.CompletedProcess:
@@ -79,7 +77,7 @@ def test_an_export_restores_into_an_empty_database_and_re_exports_identically(co
     call_command("export_bundle", str(backup), benchmark=BENCHMARK, verbosity=0)
     files = {p.name for p in backup.iterdir()}
     assert {"manifest.json", "questions.jsonl", "corrections.jsonl", "grades.jsonl"} <= files
-    assert "review-log.jsonl" in files
+    assert {"audit_log.jsonl", "publications.jsonl"} <= files
 
     sqlite = Path("/tmp") / f"snaglist-restore-{uuid.uuid4().hex}.sqlite3"
     url = f"sqlite:///{sqlite}"
@@ -100,22 +98,27 @@ def test_an_export_restores_into_an_empty_database_and_re_exports_identically(co
         sqlite.unlink(missing_ok=True)
 
     restored = {p.name for p in again.iterdir()}
-    # The restored database's own log holds only what the restore did: the import applies
-    # rule 4 to the audits, and the demo's two auditors (both vendor "snaglist") are not
-    # independent, so it excludes nothing and logs nothing (no review-log.jsonl).
-    assert not (again / "review-log.jsonl").exists()
+    # The restored log is the backup's, row for row, plus the one entry the restore writes
+    # itself: seating the bundle's judges as the new benchmark's judge panel (by the
+    # system). The import applies rule 4 to the audits, and the demo's two auditors (both
+    # vendor "snaglist") are not independent, so it excludes nothing.
     restored -= NOT_RESTORED
     assert restored == files - NOT_RESTORED
+    backup_log = _canonical("audit_log.jsonl", (backup / "audit_log.jsonl").read_bytes())
+    again_log = _canonical("audit_log.jsonl", (again / "audit_log.jsonl").read_bytes())
+    own = [row for row in again_log if row not in backup_log]
+    assert [(row["actor"], row["action"]) for row in own] == [(None, "judge_panel.set")]
+    assert [row for row in again_log if row not in own] == backup_log
     differences = [
         name
-        for name in sorted(restored)
+        for name in sorted(restored - {"audit_log.jsonl"})
         if _canonical(name, (backup / name).read_bytes())
         != _canonical(name, (again / name).read_bytes())
     ]
     assert not differences, f"files that differ after a restore: {differences}"
     # Most files are even byte-identical (the exporter writes a fixed order).
     identical = [n for n in restored if (backup / n).read_bytes() == (again / n).read_bytes()]
-    assert len(identical) >= len(restored) - 1, sorted(restored - set(identical))
+    assert len(identical) >= len(restored) - 2, sorted(restored - set(identical))
 
     # Both editions came back published, in order, with the same entry counts.
     here = [
@@ -127,15 +130,17 @@ def test_an_export_restores_into_an_empty_database_and_re_exports_identically(co
 
 
 def test_the_backup_carries_the_whole_audit_trail_of_the_correction(corrected, tmp_path):
-    """The audit log is archived in the backup (review-log.jsonl), row for row."""
+    """The audit log is in the backup (audit_log.jsonl), row for row, oldest first."""
     from core.models import AuditLogEntry
 
     bench, edition = corrected
     backup = tmp_path / "backup"
     call_command("export_bundle", str(backup), benchmark=BENCHMARK, verbosity=0)
-    rows = [json.loads(line) for line in (backup / "review-log.jsonl").read_text().splitlines()]
-    stored = AuditLogEntry.objects.filter(benchmark_name=BENCHMARK).order_by("pk")
-    assert [r["id"] for r in rows] == [e.pk for e in stored]
+    rows = [json.loads(line) for line in (backup / "audit_log.jsonl").read_text().splitlines()]
+    stored = AuditLogEntry.objects.filter(benchmark_name=BENCHMARK).order_by("created_at", "pk")
+    assert [(r["created_at"], r["action"], r["target_id"]) for r in rows] == [
+        (e.created_at.isoformat(), e.action, e.target_id) for e in stored
+    ]
     actions = {r["action"] for r in rows}
     assert len(rows) == stored.count() >= 4
     assert {r["actor_label"] for r in rows} >= {"b-reviewer", "b-editor"}

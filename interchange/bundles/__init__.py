@@ -2,7 +2,8 @@
 
 Below them: `source` (folder or zip), `rows` (typed row getters), `data` (a read bundle),
 `problems`; the import's steps are `import_content`, `import_editions` and
-`import_judging` over `import_base`.
+`import_judging` over `import_history` and `import_base`; the history files (publications,
+judge settings, audit log) are read by `history_read` and written by `history_export`.
 
 The format is ../shared/spec/bundle-format.md. Import is all or nothing: every problem is
 reported as `FILE:LINE: FIELD: message` (BundleError.problems) and nothing is written.

@@ -57,6 +57,14 @@ class BundleData:
     editions: dict[str, dict[str, Any]] = field(default_factory=dict)
     grades: list[dict[str, Any]] = field(default_factory=list)
     audits: list[dict[str, Any]] = field(default_factory=list)
+    # history (interchange.bundles.history_read): edition name -> {published_at, published_by,
+    # line}; judge_id -> {base_url, api_key_env, backend_settings, active, line}; log rows
+    publications: dict[str, dict[str, Any]] = field(default_factory=dict)
+    judge_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    audit_log: list[dict[str, Any]] = field(default_factory=list)
+    # (core.bundle_parts.BundlePart, its validated payload); rows per part file
+    parts: list[tuple[Any, Any]] = field(default_factory=list)
+    part_counts: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
@@ -73,4 +81,8 @@ class BundleData:
             "responses": len(self.responses),
             "grades": len(self.grades),
             "audits": len(self.audits),
+            "publications": len(self.publications),
+            "judge_settings": len(self.judge_settings),
+            "audit_log": len(self.audit_log),
+            **self.part_counts,
         }

@@ -9,7 +9,8 @@ What is written (bundle-format.md, plus these documented extensions that import 
 - grades and audit verdicts given against any edition of that chain, with `edition` where
   their key entry is not in `original`, and `prompt_version` where it differs from the
   judge's; judges carry `backend`, `model` and `prompt_version` (never secrets);
-- `review-log.jsonl`: the benchmark's audit log entries (informational: import ignores it).
+- the history (interchange.bundles.history_export): `publications.jsonl`,
+  `judge_settings.jsonl` and `audit_log.jsonl`, which import restores.
 
 CSV cells are formula-neutralised (scoring.spreadsheet); import undoes it exactly.
 """
@@ -26,7 +27,8 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 
-from core.models import AuditLogEntry
+from core.bundle_parts import parts
+from interchange.bundles.history_export import add_history
 from interchange.bundles.rows import ORIGINAL
 from questions.models import (
     Benchmark,
@@ -63,17 +65,6 @@ def _citation(entry: KeyEntry) -> dict[str, str] | None:
     return citation
 
 
-def _review_log(benchmark: Benchmark) -> bytes | None:
-    """Serialise the audit log entries of this benchmark (core.models.AuditLogEntry), one
-    JSON object per row with every column, in pk order; None when there are none."""
-    fields = list(AuditLogEntry._meta.concrete_fields)
-    rows = [
-        {f.attname: getattr(obj, f.attname) for f in fields}
-        for obj in AuditLogEntry.objects.filter(benchmark_name=benchmark.name).order_by("pk")
-    ]
-    return _jsonl(rows) if rows else None
-
-
 def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[str, bytes]:
     """Return {file name: bytes} of the bundle for `benchmark` up to `edition_name`.
 
@@ -100,9 +91,11 @@ def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[s
     if later:
         files["corrections.jsonl"] = _corrections(later)
     _add_verdicts(files, chain, judge_pv)
-    log = _review_log(benchmark)
-    if log is not None:
-        files["review-log.jsonl"] = log
+    add_history(files, benchmark, chain, _jsonl)
+    for part in parts():
+        for name, rows in part.export(benchmark, chain).items():
+            if rows:
+                files[name] = _jsonl(rows)
     return files
 
 

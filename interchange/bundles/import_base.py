@@ -63,7 +63,7 @@ class ImportBase:
     def __init__(self, data: BundleData, problems: Problems, show: bool, user: Any) -> None:
         self.d, self.p, self.show, self.user = data, problems, show, user
         self.created: dict[str, int] = dict.fromkeys(
-            ("benchmarks", *data.counts().keys(), "exclusions"), 0
+            ("benchmarks", *data.counts().keys(), "exclusions", "users"), 0
         )
         self.warnings = list(data.warnings)
 

@@ -8,7 +8,8 @@ from typing import Any
 from django.utils import timezone
 
 from interchange.bundles.data import KeyRow
-from interchange.bundles.import_base import KEY_FIELDS, REVIEW_HINT, ImportBase
+from interchange.bundles.import_base import KEY_FIELDS, REVIEW_HINT
+from interchange.bundles.import_history import HistorySteps
 from interchange.bundles.rows import ORIGINAL
 from questions.models import (
     KeyEdition,
@@ -17,7 +18,7 @@ from questions.models import (
 from questions.selectors import key_entries_for_edition
 
 
-class EditionSteps(ImportBase):
+class EditionSteps(HistorySteps):
     """The steps that check stored key editions and publish the new ones."""
 
     def _entry(self, edition: KeyEdition, row: KeyRow) -> KeyEntry:
@@ -85,8 +86,12 @@ class EditionSteps(ImportBase):
             "key_entries",
         )
         # Published in the same transaction: from here the triggers forbid any change.
+        # Who published it and when come from publications.jsonl where the bundle says.
+        at, by = self._publication(name)
+        if name in self.d.publications:
+            self.created["publications"] += 1
         KeyEdition.objects.filter(pk=edition.pk, status=KeyEdition.Status.DRAFT).update(
-            status=KeyEdition.Status.PUBLISHED, published_at=timezone.now()
+            status=KeyEdition.Status.PUBLISHED, published_at=at or timezone.now(), published_by=by
         )
         edition.refresh_from_db()
         self.created["editions"] += 1
@@ -107,6 +112,7 @@ class EditionSteps(ImportBase):
                 "edition",
                 f"stored edition {edition.name!r} has another parent than in this bundle; {hint}",
             )
+        self._check_publication(edition)
         if not edition.is_published():
             self.p.add(
                 file,

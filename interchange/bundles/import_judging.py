@@ -69,6 +69,7 @@ class JudgingSteps(ImportBase):
                     f"judges.csv:{js[jid]['line']}: warning: judge {jid!r} is configured "
                     "differently in the database (backend/model/prompt_version); kept as stored"
                 )
+        self.new_judges = set(new)
         made = self._bulk(
             Judge,
             [

@@ -14,6 +14,10 @@ a re-import is compared with what is stored, row by row, on each file's natural 
   grades, but never edits. Judges' configuration (`backend`, `model`, `prompt_version`)
   may have been changed in the product since, and passages (`sections.jsonl`) may have
   been re-indexed by `import_sources`; a difference there is a warning only.
+- History (docs/bundle-format.md, "History files"): a new edition takes its publication
+  from `publications.jsonl` (a stored one keeps its own, with a warning); judge settings
+  are set on new judges only; audit log entries and review items already stored are
+  skipped, the others added (the log is append-only); users named are created inactive.
 
 Speed: every lookup is a pre-built dict from one query per table, every insert a
 batched `bulk_create`; no query per row (a 36,036-grade bundle imports in seconds).
@@ -105,6 +109,7 @@ class _Importer(ContentSteps, EditionSteps, JudgingSteps):
 
     def run(self, dry_run: bool) -> ImportResult:
         self.bench = self._benchmark()
+        self._users()
         self._categories()
         self._documents()
         self._sections()
@@ -112,10 +117,13 @@ class _Importer(ContentSteps, EditionSteps, JudgingSteps):
         self._editions()
         self._models()
         self._judges()
+        self._judge_settings()
         self._responses()
         self._grades()
         self._audits()
         self._exclusions()
+        self._audit_log()
+        self._parts()
         return ImportResult(self.d.name, dry_run, self.created, self.d.counts(), self.warnings)
 
 

@@ -11,6 +11,7 @@ from datetime import date
 from typing import Any
 
 from interchange.bundles.data import BundleData, Citation, KeyRow
+from interchange.bundles.history_read import read_history
 from interchange.bundles.problems import Problems
 from interchange.bundles.rows import (
     ACTIONS,
@@ -65,6 +66,7 @@ def read_bundle(
         _grades(source, p, b, show_progress)
     if source.exists("audits.jsonl"):
         _audits(source, p, b)
+    read_history(source, p, b)
     p.raise_if_any()
     return b
 
