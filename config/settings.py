@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "scoring",
     "review",
     "interchange",
+    "public",
 ]
 
 MIDDLEWARE = [

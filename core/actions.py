@@ -35,6 +35,10 @@ class Action(models.TextChoices):
     QUESTION_EXCLUDE = "question.exclude", "excluded the question from scoring"
     TRIAGE_RUN = "triage.run", "ran triage"
     USER_ROLES = "user.roles", "changed a user's roles"
+    BENCHMARK_PUBLICITY = (
+        "benchmark.publicity",
+        "changed who may read the benchmark's public results site",
+    )
 
 
 def action_label(action: str) -> str:
