@@ -35,6 +35,7 @@ class Action(models.TextChoices):
     QUESTION_EXCLUDE = "question.exclude", "excluded the question from scoring"
     TRIAGE_RUN = "triage.run", "ran triage"
     USER_ROLES = "user.roles", "changed a user's roles"
+    READER_REPORT_SPAM = "reader_report.spam", "marked a reader's report as spam"
     BENCHMARK_PUBLICITY = (
         "benchmark.publicity",
         "changed who may read the benchmark's public results site",

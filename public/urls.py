@@ -1,6 +1,6 @@
 """The public results site (namespace `public`): read-only pages under /public/ (issue 22).
 
-GET and HEAD only (405 otherwise). `config.middleware.LoginRequiredMiddleware` lets
+GET and HEAD only (405 otherwise), except the key-error report form, which also takes POST. `config.middleware.LoginRequiredMiddleware` lets
 anonymous visitors through to `/public/` and to `/public/<benchmark>/...` of a public
 benchmark only.
 """
@@ -8,7 +8,7 @@ benchmark only.
 from __future__ import annotations
 
 from django.urls import path
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_http_methods, require_safe
 
 from public import views
 
@@ -49,5 +49,10 @@ urlpatterns = [
         "public/<slug:benchmark>/errata/<slug:edition>/<str:question>/",
         require_safe(views.erratum),
         name="erratum",
+    ),
+    path(
+        "public/<slug:benchmark>/questions/<str:question>/report/",
+        require_http_methods(["GET", "HEAD", "POST"])(views.report_error),
+        name="report_error",
     ),
 ]

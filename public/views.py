@@ -24,6 +24,7 @@ from django.utils.cache import get_conditional_response
 from django.utils.http import http_date, urlencode
 
 from interchange.bundles.formula import neutralise
+from public.forms import ReaderReportForm
 from public.selectors import (
     public_benchmark,
     public_etag,
@@ -33,7 +34,9 @@ from public.selectors import (
 )
 from questions.errata import Erratum, errata_for_edition, errata_register, erratum_get
 from questions.errors import DomainError, NotFoundError
-from questions.models import Benchmark, KeyEdition
+from questions.models import Benchmark, KeyEdition, Question
+from review.errors import InvalidInputError, RateLimitedError
+from review.services import reader_report_create
 from scoring.board_views import REASON_LABELS, board_page_context
 from scoring.report import (
     LEADERBOARD_CSV_FIELDS,
@@ -395,3 +398,69 @@ def erratum(request: HttpRequest, benchmark: str, edition: str, question: str) -
             request, "public/erratum.html", {"benchmark": bench, "erratum": item, "nav": "errata"}
         ),
     )
+
+
+# ----------------------------------------------------------------------------- reports
+#: Largest request body the report form accepts (bytes): three short fields and a token.
+REPORT_BODY_MAX = 16 * 1024
+
+
+def report_error(request: HttpRequest, benchmark: str, question: str) -> HttpResponse:
+    """GET the key-error form for one question of a public benchmark; POST files the report.
+
+    No account: the report goes to the review queue (`review.services.reader_report_create`).
+    Answers 413 for a body over REPORT_BODY_MAX, 422 with the form for bad input, 429 with
+    Retry-After past a rate limit, and 303 to `?sent=1` once filed. The page shows no key
+    answer: the public site reveals only what is already published (errata).
+    """
+
+    bench = public_benchmark(benchmark)
+    q = Question.objects.filter(benchmark=bench, question_id=question).first()
+    if q is None:
+        raise Http404(f"{bench.name} has no question {question!r}")
+    status, limited = 200, ""
+    if request.method == "POST":
+        if int(request.META.get("CONTENT_LENGTH") or 0) > REPORT_BODY_MAX:
+            return HttpResponse(
+                f"A report is at most {REPORT_BODY_MAX} bytes.",
+                status=413,
+                content_type="text/plain",
+            )
+        form = ReaderReportForm(request.POST)
+        if form.is_valid():
+            try:
+                reader_report_create(
+                    question=q,
+                    what=form.cleaned_data["what"],
+                    source_text=form.cleaned_data["source_text"],
+                    email=form.cleaned_data["email"],
+                    address=request.META.get("REMOTE_ADDR", ""),
+                )
+            except InvalidInputError as exc:
+                for field, errors in exc.errors.items():
+                    form.add_error(field if field in form.fields else None, errors)
+            except RateLimitedError as exc:
+                limited, status = str(exc), 429
+            else:
+                return HttpResponse(status=303, headers={"Location": request.path + "?sent=1"})
+        status = status if limited else 422
+    else:
+        form = ReaderReportForm()
+    errata = [e for e in errata_register(bench) if e.question_id == q.question_id]
+    response = render(
+        request,
+        "public/report_error.html",
+        {
+            "benchmark": bench,
+            "question": q,
+            "form": form,
+            "sent": request.method == "GET" and request.GET.get("sent") == "1",
+            "limited": limited,
+            "errata": errata,
+            "nav": "errata",
+        },
+        status=status,
+    )
+    if limited:
+        response["Retry-After"] = "3600"
+    return response

@@ -28,6 +28,7 @@ _BASE = {
     Source.SUPERSEDED_CITATION: 120,
     Source.UNPARSED_REPLIES: 100,
     Source.MANUAL: 100,
+    Source.REPORTED: 100,
 }
 #: Base for a kind this module does not know (another detector's): counted, never dropped.
 DEFAULT_BASE = 100
@@ -110,6 +111,9 @@ def evidence_words(kind: str, detail: dict) -> str:
     if kind == Source.MANUAL:
         note = str(detail.get("note") or "").strip()
         return f"reported by hand: {note[:80]}" if note else "reported by hand"
+    if kind == Source.REPORTED:
+        note = str(detail.get("note") or "").strip()
+        return f"reported by a reader: {note[:80]}" if note else "reported by a reader"
     return kind.replace("_", " ")
 
 
