@@ -234,3 +234,18 @@ def test_comparison_view_links_to_the_errata(client, public):
     body = client.get("/public/tiny/?edition=corrected-1&compare=original").content.decode()
     assert 'id="compare-errata"' in body
     assert 'href="/public/tiny/errata/?edition=corrected-1"' in body
+
+
+def test_the_errata_register_is_in_the_bundle_export(public):
+    """errata.jsonl of an export holds the same errata as the public register."""
+    from interchange.bundles.exporter import build_files
+
+    files = build_files(public)
+    rows = [json.loads(line) for line in files["errata.jsonl"].decode().splitlines()]
+    assert [r["id"] for r in rows] == ["tiny/corrected-1/Q2", "tiny/corrected-1/Q3"]
+    assert (rows[0]["old_answer"], rows[0]["new_answer"], rows[0]["reason"]) == (
+        "Answer Q2",
+        "Better",
+        "factually_wrong",
+    )
+    assert rows[1]["kind"] == "removal"

@@ -9,7 +9,10 @@ What is written (bundle-format.md, plus these documented extensions that import 
 - grades and audit verdicts given against any edition of that chain, with `edition` where
   their key entry is not in `original`, and `prompt_version` where it differs from the
   judge's; judges carry `backend`, `model` and `prompt_version` (never secrets);
-- `review-log.jsonl`: the benchmark's audit log entries (informational: import ignores it).
+- `review-log.jsonl`: the benchmark's audit log entries (informational: import ignores it);
+- `errata.jsonl`: the errata register of those editions (`questions.errata`, one erratum
+  per line as on the public site: id, old and new answer and citation, reason, took_effect;
+  informational: import ignores it, `corrections.jsonl` carries the history).
 
 CSV cells are formula-neutralised (interchange.bundles.formula); import undoes it exactly.
 """
@@ -29,6 +32,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from core.models import AuditLogEntry
 from interchange.bundles.formula import neutralise
 from interchange.bundles.rows import ORIGINAL
+from questions.errata import errata_for_edition
 from questions.models import (
     Benchmark,
     Category,
@@ -104,6 +108,9 @@ def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[s
         )
     if later:
         files["corrections.jsonl"] = _corrections(later)
+        files["errata.jsonl"] = _jsonl(
+            erratum.to_dict() for ed in later for erratum in errata_for_edition(ed)
+        )
     _add_verdicts(files, chain, judge_pv)
     log = _review_log(benchmark)
     if log is not None:
