@@ -176,6 +176,23 @@ def test_a_reviewer_marks_a_report_as_spam_and_it_is_logged(public):
     assert entry.after == {"spam": True, "item": report.item_id}
     with pytest.raises(InvalidTransitionError, match="already marked as spam"):
         reader_report_mark_spam(report=report, user=reviewer)
+    # Its only evidence was spam: the item sinks to the bottom of the queue, still a reader's.
+    item = ReviewItem.objects.get(pk=report.item_id)
+    assert (item.priority, item.reasons, item.source) == (0, "no evidence", "reported")
+
+
+def test_spam_no_longer_ranks_the_item_but_a_real_report_does(public):
+    spam = _report(public)
+    q = Question.objects.get(benchmark=public, question_id="Q4")
+    real, created = reader_report_create(
+        question=q, what="Table 2 was amended in 2023.", address="198.51.100.7"
+    )
+    assert not created and real.item_id == spam.item_id
+    reader_report_mark_spam(report=spam, user=_user("rev", "reviewer"))
+    item = ReviewItem.objects.get(pk=spam.item_id)
+    assert item.priority == 100
+    assert item.reasons == "reported by a reader: Table 2 was amended in 2023."
+    assert spam.evidence.__class__.objects.get(pk=spam.evidence_id).detail["spam"] is True
 
 
 def test_spam_button_on_the_item_page(client, public):

@@ -256,8 +256,10 @@ def reader_report_mark_spam(*, report: ReaderReport, user) -> ReaderReport:
     """Mark a reader's report as spam (a reviewer or higher); logged as `reader_report.spam`.
 
     A conditional UPDATE that must change one row: a report already marked raises
-    InvalidTransitionError. The report and its evidence stay (the log keeps who decided);
-    the item's priority is not changed. Raises NotAllowedError for a non-reviewer.
+    InvalidTransitionError. The report and its evidence stay, the evidence marked `spam`,
+    so the item's priority is ranked again without it (review.priority: spam counts for
+    nothing; an item with no other evidence sinks to priority 0). Raises NotAllowedError
+    for a non-reviewer.
     """
     _require(permissions.can_mark_spam(user), "only a reviewer may mark a report as spam")
     now = timezone.now()
@@ -267,7 +269,18 @@ def reader_report_mark_spam(*, report: ReaderReport, user) -> ReaderReport:
         )
         if changed != 1:
             raise InvalidTransitionError(f"report {report.pk} is already marked as spam")
-        marked = ReaderReport.objects.select_related("item", "question").get(pk=report.pk)
+        marked = ReaderReport.objects.select_related("item", "question", "evidence").get(
+            pk=report.pk
+        )
+        evidence = marked.evidence
+        evidence.detail = {**evidence.detail, "spam": True}
+        evidence.save(update_fields=["detail"])
+        item = _lock_item(marked.item)
+        ranked = evidence_priority(item.evidence.values_list("kind", "detail"))
+        if (ranked.points, ranked.reasons) != (item.priority, item.reasons):
+            # With no evidence left the item keeps its source: it came from a reader.
+            primary = ranked.primary if ranked.points else item.source
+            _bump(item, priority=ranked.points, reasons=ranked.reasons, source=primary)
         audit_log(
             actor=user,
             action=Action.READER_REPORT_SPAM,
