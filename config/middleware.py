@@ -1,4 +1,8 @@
-"""Site-wide access: anonymous users see the login page only.
+"""Site-wide access: anonymous users see the login page and public results sites only.
+
+The public results site of a benchmark (`/public/<benchmark>/...`, issue 22) is open to
+anonymous visitors while its admin keeps the benchmark public (`Benchmark.is_public`);
+`/public/` itself lists the public benchmarks. Every other page still needs a sign-in.
 
 For an htmx request the redirect to the login page is sent as `HX-Redirect`, so the
 browser loads the login page as a whole page instead of swapping it into a fragment.
@@ -7,14 +11,29 @@ browser loads the login page as a whole page instead of swapping it into a fragm
 from __future__ import annotations
 
 import functools
+import re
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import resolve_url
 
+from public.selectors import is_public_benchmark
+
 # Paths that handle their own authentication (DRF answers 401/403; the admin has its login).
 OPEN_PREFIXES = ("/accounts/login/", "/static/", "/api/", "/admin/", "/healthz")
+_PUBLIC_PATH = re.compile(r"^/public/(?:(?P<benchmark>[-a-zA-Z0-9_]+)/.*)?$")
+
+
+def is_open_public_path(path: str) -> bool:
+    """Return True for `/public/` and for paths under `/public/<benchmark>/` of a public one."""
+    match = _PUBLIC_PATH.match(path)
+    if match is None:
+        return False
+    name = match.group("benchmark")
+    if name is None:
+        return path == "/public/"
+    return is_public_benchmark(name)
 
 
 class LoginRequiredMiddleware:
@@ -24,7 +43,11 @@ class LoginRequiredMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not request.user.is_authenticated and not request.path.startswith(OPEN_PREFIXES):
+        if (
+            not request.user.is_authenticated
+            and not request.path.startswith(OPEN_PREFIXES)
+            and not is_open_public_path(request.path)
+        ):
             login_url = resolve_url(settings.LOGIN_URL)
             if request.headers.get("HX-Request") == "true":
                 current = request.headers.get("HX-Current-URL", "")

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "scoring",
     "review",
     "interchange",
+    "public",
 ]
 
 MIDDLEWARE = [
@@ -276,6 +277,14 @@ SNAGLIST_CONSENSUS_MIN_MODEL_SCORE = number(
     "SNAGLIST_CONSENSUS_MIN_MODEL_SCORE", float, 50.0, minimum=0, maximum=100
 )
 SNAGLIST_CLAIM_MINUTES = number("SNAGLIST_CLAIM_MINUTES", int, 30, minimum=1)
+# Key-error reports from readers of a public results site (issue 22), per hour: from one
+# network address, and to one benchmark from anyone (review.services.items.reader_report_create).
+SNAGLIST_READER_REPORTS_PER_ADDRESS = number(
+    "SNAGLIST_READER_REPORTS_PER_ADDRESS", int, 5, minimum=1
+)
+SNAGLIST_READER_REPORTS_PER_BENCHMARK = number(
+    "SNAGLIST_READER_REPORTS_PER_BENCHMARK", int, 100, minimum=1
+)
 SNAGLIST_IMPORT_ERROR_CAP = number("SNAGLIST_IMPORT_ERROR_CAP", int, 200, minimum=1)
 
 # --- Re-scoring workers (scoring.services.tunables, scoring.tasks) -------------

@@ -30,4 +30,5 @@ urlpatterns = [
     ),
     path("", include("review.urls")),
     path("", include("scoring.urls")),
+    path("", include("public.urls")),
 ]

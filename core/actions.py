@@ -36,6 +36,11 @@ class Action(models.TextChoices):
     TRIAGE_RUN = "triage.run", "ran triage"
     USER_ROLES = "user.roles", "changed a user's roles"
     JUDGE_PANEL_SET = "judge_panel.set", "set the judge panel"
+    READER_REPORT_SPAM = "reader_report.spam", "marked a reader's report as spam"
+    BENCHMARK_PUBLICITY = (
+        "benchmark.publicity",
+        "changed who may read the benchmark's public results site",
+    )
 
 
 def action_label(action: str) -> str:

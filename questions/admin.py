@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from questions.models import (
     AuditExclusion,
@@ -42,9 +42,37 @@ class ViewOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Benchmark)
 class BenchmarkAdmin(admin.ModelAdmin):
-    list_display = ["name", "version", "grade_scale", "created_at"]
+    """Benchmarks; the public switch is changed only by the actions, which log it (issue 22)."""
+
+    list_display = ["name", "version", "is_public", "credit_reviewers", "created_at"]
     search_fields = ["name", "description"]
-    readonly_fields = ["created_at"]
+    readonly_fields = ["created_at", "is_public", "credit_reviewers"]
+    actions = ["make_public", "make_public_crediting", "make_private"]
+
+    def _set(self, request: Any, queryset: Any, public: bool, credit: bool) -> None:
+        from questions.services import benchmark_publicity_set
+
+        for benchmark in queryset:
+            try:
+                benchmark_publicity_set(
+                    benchmark=benchmark, user=request.user, public=public, credit_reviewers=credit
+                )
+            except PermissionError as exc:
+                self.message_user(request, str(exc), level=messages.ERROR)
+                return
+        self.message_user(request, f"{queryset.count()} benchmark(s) updated.")
+
+    @admin.action(description="Publish the results site (names of people hidden)")
+    def make_public(self, request: Any, queryset: Any) -> None:
+        self._set(request, queryset, True, False)
+
+    @admin.action(description="Publish the results site and credit the people who published")
+    def make_public_crediting(self, request: Any, queryset: Any) -> None:
+        self._set(request, queryset, True, True)
+
+    @admin.action(description="Take the results site down (private)")
+    def make_private(self, request: Any, queryset: Any) -> None:
+        self._set(request, queryset, False, False)
 
 
 @admin.register(SourceDocument)

@@ -23,6 +23,16 @@ class Benchmark(models.Model):
     grade_scale = models.JSONField(default=list, help_text="Ordinal grade scale, e.g. [0, 1, 2].")
     manifest = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The public results site (issue 22): only `questions.services.benchmark_publicity_set`
+    # changes these, an admin's logged action.
+    is_public = models.BooleanField(
+        default=False,
+        help_text="Anonymous visitors may read this benchmark's results site under /public/.",
+    )
+    credit_reviewers = models.BooleanField(
+        default=False,
+        help_text="The public site names the people who published key editions.",
+    )
 
     class Meta:
         ordering = ["name"]

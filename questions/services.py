@@ -13,6 +13,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from core.actions import Action
+from core.roles import Role, has_role
+from core.services import audit_log
 from questions.errors import (
     DomainError,
     ImmutableEditionError,
@@ -153,3 +156,41 @@ def key_entry_exclude(*, entry: KeyEntry, reason: str) -> tuple[AuditExclusion, 
         raise DomainError("the exclusion reason is too long (50 characters at most)")
     # get_or_create on the one-to-one key: two at once give one row (the loser re-reads it).
     return AuditExclusion.objects.get_or_create(key_entry=entry, defaults={"reason": reason})
+
+
+def benchmark_publicity_set(
+    *, benchmark: Benchmark, user: Any, public: bool, credit_reviewers: bool
+) -> Benchmark:
+    """Turn the public results site of `benchmark` on or off; admins only (issue 22).
+
+    `public` lets anonymous visitors read the site under /public/<benchmark>/ (published
+    editions only: leaderboards, report, edition history, errata, downloads);
+    `credit_reviewers` names the people who published key editions there. Logs one
+    `benchmark.publicity` entry with the before/after flags in the same transaction; a call
+    that changes nothing logs nothing. Raises PermissionError when `user` lacks the admin
+    role (core.roles).
+    """
+    if user is None or not has_role(user, Role.ADMIN):
+        raise PermissionError("only an admin may change who can read a benchmark's results")
+    with transaction.atomic():
+        locked = Benchmark.objects.select_for_update().get(pk=benchmark.pk)
+        before = {"is_public": locked.is_public, "credit_reviewers": locked.credit_reviewers}
+        after = {"is_public": bool(public), "credit_reviewers": bool(credit_reviewers)}
+        if before != after:
+            locked.is_public, locked.credit_reviewers = (
+                after["is_public"],
+                after["credit_reviewers"],
+            )
+            locked.save(update_fields=["is_public", "credit_reviewers"])
+            audit_log(
+                actor=user,
+                action=Action.BENCHMARK_PUBLICITY,
+                target_type="benchmark",
+                target_id=locked.pk,
+                target_label=locked.name,
+                benchmark_name=locked.name,
+                before=before,
+                after=after,
+            )
+    benchmark.is_public, benchmark.credit_reviewers = locked.is_public, locked.credit_reviewers
+    return locked

@@ -39,3 +39,11 @@ class InvalidInputError(DomainError):
     def __init__(self, errors: dict[str, list[str]]):
         super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
         self.errors = errors
+
+
+class RateLimitedError(DomainError):
+    """Too many requests of one kind in the window; `retry_after` is in seconds."""
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -40,6 +40,7 @@ class Source(models.TextChoices):
     RESPONSES_AGREE_AGAINST_KEY = "responses_agree_against_key", "Responses agree on another answer"
     UNPARSED_REPLIES = "unparsed_replies", "Judge replies stay unparsed"
     MANUAL = "manual", "Added by hand"
+    REPORTED = "reported", "Reported by a reader"
 
 
 class ReviewItem(models.Model):
@@ -289,3 +290,42 @@ class Proposal(models.Model):
 
     def changes_key(self) -> bool:
         return self.action in (self.Action.CORRECT, self.Action.REMOVE)
+
+
+class ReaderReport(models.Model):
+    """A key error reported by anyone on a public benchmark's results site (issue 22).
+
+    Untrusted text: stored as typed, shown only escaped, never as HTML. The report's text
+    is also its review item's evidence (kind `reported`, `evidence`); the reply address is
+    not, so only editors see it (review.permissions.can_see_reporter_email).
+    A reviewer may mark the report as spam (review.services.items.reader_report_mark_spam).
+    """
+
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="reader_reports")
+    evidence = models.OneToOneField(
+        Evidence, on_delete=models.CASCADE, related_name="reader_report"
+    )
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="+")
+    what = models.TextField(help_text="What the reader says is wrong with the key entry.")
+    source_text = models.TextField(blank=True, help_text="The source that says so, as typed.")
+    email = models.EmailField(blank=True, help_text="For a reply; shown to editors only.")
+    created_at = models.DateTimeField(default=timezone.now)
+    spam = models.BooleanField(default=False)
+    spam_marked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    spam_marked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["item", "created_at", "id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(what=""), name="readerreport_says_what"),
+            models.CheckConstraint(
+                condition=Q(spam=False, spam_marked_by__isnull=True)
+                | Q(spam=True, spam_marked_by__isnull=False),
+                name="readerreport_spam_has_marker",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"reader report {self.pk} on {self.question.question_id}"

@@ -80,3 +80,13 @@ def can_run_triage(user) -> bool:
 def can_view_editions(user) -> bool:
     """Key editions are visible to every signed-in, active user."""
     return bool(getattr(user, "is_authenticated", False) and user.is_active)
+
+
+def can_mark_spam(user) -> bool:
+    """Mark a reader's report (issue 22) as spam: any reviewer or higher."""
+    return has_role(user, Role.REVIEWER)
+
+
+def can_see_reporter_email(user) -> bool:
+    """See the reply address a reader left with a report: editors only (issue 22)."""
+    return has_role(user, Role.EDITOR)

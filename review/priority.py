@@ -28,6 +28,7 @@ _BASE = {
     Source.SUPERSEDED_CITATION: 120,
     Source.UNPARSED_REPLIES: 100,
     Source.MANUAL: 100,
+    Source.REPORTED: 100,
 }
 #: Base for a kind this module does not know (another detector's): counted, never dropped.
 DEFAULT_BASE = 100
@@ -110,6 +111,9 @@ def evidence_words(kind: str, detail: dict) -> str:
     if kind == Source.MANUAL:
         note = str(detail.get("note") or "").strip()
         return f"reported by hand: {note[:80]}" if note else "reported by hand"
+    if kind == Source.REPORTED:
+        note = str(detail.get("note") or "").strip()
+        return f"reported by a reader: {note[:80]}" if note else "reported by a reader"
     return kind.replace("_", " ")
 
 
@@ -121,12 +125,15 @@ def evidence_priority(evidence: Iterable[tuple[str, dict]]) -> Priority:
     raise the item; a different kind, an independent signal, does). Bases and extras are
     in this module (_BASE, _EXTRA); strength is the share of models at the lowest grade,
     the models-against-the-key shortfall, or 1 (majority) / 0.5 (strongest half) for
-    answers agreeing against the key. Reasons list the kinds strongest first. Empty
-    evidence gives Priority(0, "manual", "no evidence").
+    answers agreeing against the key. Reasons list the kinds strongest first. A reader's
+    report marked as spam (detail `spam`) counts for nothing. Empty evidence gives
+    Priority(0, "manual", "no evidence").
     """
     best: dict[str, tuple[int, str, str]] = {}
     for kind, detail in evidence:
         detail = detail or {}
+        if kind == Source.REPORTED and detail.get("spam"):
+            continue  # a reader's report a reviewer marked as spam is no evidence (issue 22)
         key = _kind_key(kind, detail)
         points = _BASE.get(key, DEFAULT_BASE) + round(_EXTRA.get(kind, 0) * _strength(kind, detail))
         group = Source.JUDGE_FLAG if key == "judge_flag_both" else key

@@ -16,6 +16,7 @@ urlpatterns = [
     path("review/items/<int:item_id>/reassign/", views.item_reassign, name="reassign"),
     path("review/items/<int:item_id>/check/", views.item_check, name="check"),
     path("review/items/<int:item_id>/propose/", views.item_propose, name="propose"),
+    path("review/reports/<int:report_id>/spam/", views.reader_report_spam, name="report_spam"),
     path("review/approvals/", views.approvals, name="approvals"),
     path(
         "review/proposals/<int:proposal_id>/approve/",

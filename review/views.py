@@ -40,7 +40,7 @@ from review.forms import (
     ReportProblemForm,
     add_service_errors,
 )
-from review.models import Proposal, ReviewItem, Source
+from review.models import Proposal, ReaderReport, ReviewItem, Source
 from scoring.models import RescoreRequest
 
 PAGE_SIZE = 50
@@ -226,6 +226,8 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         "history": selectors.item_history(item),
         "checks": list(item.checks.all()),
         "now": selectors.now(),
+        "can_mark_spam": permissions.can_mark_spam(user),
+        "can_see_reporter_email": permissions.can_see_reporter_email(user),
     }
 
 
@@ -607,3 +609,17 @@ def scorecard(request: HttpRequest, benchmark: str) -> HttpResponse:
     partial = request.htmx and not request.htmx.boosted
     template = "review/_scorecard.html" if partial else "review/scorecard.html"
     return _vary(render(request, template, ctx))
+
+
+@require_POST
+@requires(permissions.can_mark_spam)
+def reader_report_spam(request: HttpRequest, report_id: int) -> HttpResponse:
+    """Mark a reader's report (issue 22) as spam, then back to its item."""
+    report = get_object_or_404(ReaderReport.objects.select_related("item"), pk=report_id)
+    try:
+        services.reader_report_mark_spam(report=report, user=request.user)
+    except InvalidTransitionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Report {report.pk} is marked as spam.")
+    return _done(request, _item_url(report.item))

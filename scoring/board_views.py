@@ -435,3 +435,13 @@ def report_json_download(request: HttpRequest, benchmark: str) -> HttpResponse:
         f'attachment; filename="report-{benchmark}-{sel["edition"].name}.json"'
     )
     return response
+
+
+def board_page_context(selection: dict[str, Any]) -> dict[str, Any]:
+    """Return the leaderboard page's template context for an already resolved selection.
+
+    `selection` has the keys `_selection` gives: benchmark, editions (those the page may
+    offer), edition, compare (or None) and banding. For pages outside this app (the public
+    results site) that resolve editions by their own rules and add their own URLs.
+    """
+    return _board_context(selection)

@@ -46,6 +46,10 @@ class World:
     draft: str  # a draft edition on top of it
     draft_pk: int
     sample_pk: dict[str, str]  # admin model -> a pk for change/delete/history pages
+    # The public site's erratum route: an edition with an erratum once one is published.
+    erratum_edition: str = "original"
+    erratum_question: str = ""
+    report_id: int = 0  # a reader's report (issue 22) on the open item
 
 
 def _user(name: str, *groups: str, **flags) -> User:
@@ -97,6 +101,7 @@ def build_world() -> World:
             sample_pk[f"{model._meta.app_label}_{model._meta.model_name}"] = str(obj.pk)
     users["deactivated"].is_active = False
     users["deactivated"].save()
+    report = _reader_report(open_item)
     return World(
         users=users,
         item_id=open_item.pk,
@@ -109,6 +114,25 @@ def build_world() -> World:
         draft=draft.name,
         draft_pk=draft.pk,
         sample_pk=sample_pk,
+        report_id=report.pk,
+        erratum_question=open_item.question.question_id,
+    )
+
+
+def _reader_report(item):
+    """A reader's report on `item`'s question, written directly: the service's rate limit
+    counts in the shared cache, which would make repeated runs of this setup flaky."""
+    from review.models import Evidence, ReaderReport, Source, fingerprint_of
+
+    detail = {"note": "The key is out of date.", "source": "AD B 2022", "reported_by": "a reader"}
+    evidence = Evidence.objects.create(
+        item=item,
+        kind=Source.REPORTED,
+        detail=detail,
+        fingerprint=fingerprint_of(Source.REPORTED.value, detail),
+    )
+    return ReaderReport.objects.create(
+        item=item, evidence=evidence, question=item.question, what=detail["note"]
     )
 
 
@@ -189,6 +213,9 @@ def build_path(route: Route, w: World) -> str | None:
         "id": w.users["reviewer"].pk,
         "content_type_id": 1,
         "format": "json",
+        "edition": w.erratum_edition,
+        "question": w.erratum_question or "Q-none",
+        "report_id": w.report_id,
     }
 
     def value(match: re.Match) -> str:
@@ -241,10 +268,11 @@ def state() -> tuple:
     """A fingerprint of everything a request could change (compared before/after)."""
     from core.models import AuditLogEntry
     from questions.models import AuditExclusion, KeyEdition, KeyEntry
-    from review.models import CitationCheck, Proposal, ReviewItem
+    from review.models import CitationCheck, Proposal, ReaderReport, ReviewItem
     from scoring.models import ScoringRun
 
     return (
+        tuple(ReaderReport.objects.order_by("pk").values_list("pk", "spam")),
         AuditLogEntry.objects.count(),
         CitationCheck.objects.count(),
         KeyEntry.objects.count(),
@@ -355,6 +383,7 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:edition_publish": (NO_GET, EDITORS),
     "review:log": (page(403, 403, 200), NO_POST),
     "review:scorecard": (ANY_ROLE, NO_POST),
+    "review:report_spam": (NO_GET, REVIEWERS),  # a reader's report (issue 22): any reviewer
     # "Report a problem": the form for any reviewer; an empty form comes back (422).
     "review:report_problem": (ANY_ROLE, page(422, 422, 422)),
     # -- review API
@@ -400,7 +429,38 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "scoring:api-run-detail": (api(403, 403, 200), api(403, 403, 405)),
     "scoring:api-run-cancel": (api(403, 403, 405), api(403, 403, 200)),
     "scoring:api-run-resume": (api(403, 403, 405), api(403, 403, 200)),
+    # -- the public results site (issue 22): the demo benchmark is private here, so its
+    # pages send anonymous visitors to sign in and answer 404 to signed-in users; the list
+    # of public benchmarks is open to all. GET and HEAD only. The public benchmark's rows
+    # are PUBLIC_EXPECTED below.
+    "public:index": (everyone(200), everyone(405)),
+    **{
+        f"public:{name}": (page(404, 404, 404), NO_POST)
+        for name in (
+            "leaderboard",
+            "leaderboard_csv",
+            "leaderboard_json",
+            "report",
+            "report_md",
+            "report_json",
+            "editions",
+            "errata",
+            "errata_csv",
+            "errata_json",
+            "erratum",
+        )
+    },
+    # The key-error form of a private benchmark: sign in, then 404 (GET and POST alike).
+    "public:report_error": (page(404, 404, 404), page(404, 404, 404)),
 }
+
+# The same routes once the admin makes the benchmark public: every role reads them, anonymous
+# and deactivated (signed out by deactivation) included; a POST is refused with 405.
+PUBLIC_EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    name: (everyone(200), everyone(405)) for name in EXPECTED if name.startswith("public:")
+}
+# ... except the key-error form, which anyone may POST: an empty form comes back (422).
+PUBLIC_EXPECTED["public:report_error"] = (everyone(200), everyone(422))
 
 # The Django admin, by rule (a newly registered model falls under a rule by itself): only
 # a staff superuser gets in; holders of the `admin` role are not staff. (GET, POST) for
@@ -478,13 +538,75 @@ def test_every_route_answers_every_role_as_expected(world, capsys):
     Every GET, and every refused POST, leaves `state()` as it was: a GET never changes
     state, and a refused write has no side effect.
     """
-    w = world
+    routes, checked, mismatches, side_effects = run_matrix(world, expected_for)
+    with capsys.disabled():
+        print(
+            f"\naccess matrix: {routes} routes x {len(ROLES)} roles x 2 methods = {checked} checks"
+        )
+    assert not mismatches, "\n".join(mismatches)
+    assert not side_effects, "requests that changed state:\n" + "\n".join(side_effects)
+    assert routes >= 60
+
+
+def publish_a_correction(w: World) -> World:
+    """Make the demo benchmark public with a published corrected edition holding one erratum.
+
+    The world's empty draft is dropped first (one draft per benchmark), the corrected
+    edition published on top of the original, and the draft opened again on top of it.
+    """
+    from dataclasses import replace
+
+    from django.contrib.auth.models import Group as G
+
+    from questions import services as question_services
+    from questions.models import Benchmark, KeyEdition, Question
+
+    bench = Benchmark.objects.get(name=BENCHMARK)
+    KeyEdition.objects.filter(pk=w.draft_pk).delete()
+    original = KeyEdition.objects.get(pk=w.edition_pk)
+    corrected = question_services.key_edition_create(
+        benchmark=bench, name="corrected-p", parent=original
+    )
+    question = Question.objects.filter(benchmark=bench).order_by("question_id").first()
+    question_services.key_entry_create(
+        edition=corrected, question=question, answer="Corrected answer", reason="factually_wrong"
+    )
+    question_services.key_edition_publish(edition=corrected)
+    draft = question_services.key_edition_create(benchmark=bench, name=w.draft, parent=corrected)
+    admin = User.objects.create_user("m-site-admin", password="correct-horse-battery-1")
+    admin.groups.add(G.objects.get(name="admin"))
+    question_services.benchmark_publicity_set(
+        benchmark=bench, user=admin, public=True, credit_reviewers=False
+    )
+    return replace(
+        w, draft_pk=draft.pk, erratum_edition="corrected-p", erratum_question=question.question_id
+    )
+
+
+def test_a_public_benchmark_opens_its_public_pages_only(world, capsys):
+    """The matrix again with the benchmark public: its public pages answer 200 to everyone
+    (anonymous included), and every other route answers exactly as before."""
+
+    def expect(route: Route):
+        return PUBLIC_EXPECTED.get(route.name) or expected_for(route)
+
+    w = publish_a_correction(world)
+    routes, checked, mismatches, side_effects = run_matrix(w, expect)
+    with capsys.disabled():
+        print(f"\npublic benchmark matrix: {routes} routes, {checked} checks")
+    assert not mismatches, "\n".join(mismatches)
+    assert not side_effects, "requests that changed state:\n" + "\n".join(side_effects)
+    assert len(PUBLIC_EXPECTED) == 13
+
+
+def run_matrix(w: World, expect) -> tuple[int, int, list[str], list[str]]:
+    """Request every route as every role, GET and POST; return counts, mismatches, side effects."""
     clients = {role: _client(role, w) for role in ROLES}
     mismatches, side_effects = [], []
     checked, routes = 0, 0
     for route in all_routes():
         path = build_path(route, w)
-        expected = expected_for(route)
+        expected = expect(route)
         if path is None or expected is None:
             continue
         routes += 1
@@ -503,13 +625,7 @@ def test_every_route_answers_every_role_as_expected(world, capsys):
                     mismatches.append(f"{method} {path} as {role}: {got}, expected {row[role]}")
                 if route.name in ("logout", "admin:logout"):
                     clients[role] = _client(role, w)  # signed out: sign in again
-    with capsys.disabled():
-        print(
-            f"\naccess matrix: {routes} routes x {len(ROLES)} roles x 2 methods = {checked} checks"
-        )
-    assert not mismatches, "\n".join(mismatches)
-    assert not side_effects, "requests that changed state:\n" + "\n".join(side_effects)
-    assert routes >= 60
+    return routes, checked, mismatches, side_effects
 
 
 def test_a_deactivated_users_token_is_refused_on_every_api_route(world):

@@ -11,6 +11,9 @@ What is written (bundle-format.md, plus these documented extensions that import 
   judge's; judges carry `backend`, `model` and `prompt_version` (never secrets);
 - the history (interchange.bundles.history_export): `publications.jsonl`,
   `judge_settings.jsonl` and `audit_log.jsonl`, which import restores.
+- `errata.jsonl`: the errata register of those editions (`questions.errata`, one erratum
+  per line as on the public site: id, old and new answer and citation, reason, took_effect;
+  informational: import ignores it, `corrections.jsonl` carries the history).
 
 CSV cells are formula-neutralised (scoring.spreadsheet); import undoes it exactly.
 """
@@ -30,6 +33,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from core.bundle_parts import parts
 from interchange.bundles.history_export import add_history
 from interchange.bundles.rows import ORIGINAL
+from questions.errata import errata_for_edition
 from questions.models import (
     Benchmark,
     Category,
@@ -90,6 +94,9 @@ def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[s
         )
     if later:
         files["corrections.jsonl"] = _corrections(later)
+        files["errata.jsonl"] = _jsonl(
+            erratum.to_dict() for ed in later for erratum in errata_for_edition(ed)
+        )
     _add_verdicts(files, chain, judge_pv)
     add_history(files, benchmark, chain, _jsonl)
     for part in parts():

@@ -23,6 +23,8 @@ from review.services.editions import (
     key_edition_publish,
 )
 from review.services.items import (
+    reader_report_create,
+    reader_report_mark_spam,
     review_item_claim,
     review_item_claim_next,
     review_item_create,
@@ -40,6 +42,8 @@ from review.services.proposals import (
 )
 
 __all__ = [
+    "reader_report_create",
+    "reader_report_mark_spam",
     "citation_check_record",
     "draft_edition_get_or_create",
     "key_edition_publish",

@@ -6,21 +6,30 @@ SELECT ... FOR UPDATE SKIP LOCKED on PostgreSQL.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
+from django.conf import settings
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from core.actions import Action
+from core.services import audit_log
 from questions.models import Benchmark, Question
 from review import permissions
 from review.errors import (
     InvalidInputError,
     InvalidTransitionError,
+    NotAllowedError,
+    RateLimitedError,
 )
 from review.models import (
     Evidence,
+    ReaderReport,
     ReviewItem,
     Source,
     fingerprint_of,
@@ -134,13 +143,7 @@ def review_item_report(
     NotAllowedError when `user` is not a reviewer. Audit-logged by review_item_create
     (review_item.create or review_item.add_evidence), in the same transaction.
     """
-    note = (note or "").strip()
-    if not note:
-        raise InvalidInputError({"note": ["Say what looks wrong with the key entry."]})
-    if len(note) > REPORT_NOTE_MAX:
-        raise InvalidInputError(
-            {"note": [f"At most {REPORT_NOTE_MAX} characters, not {len(note)}."]}
-        )
+    note = _clean_note(note, "note")
     detail = {"note": note, "reported_by": user.get_username() if user is not None else "system"}
     if edition_name:
         detail["edition"] = edition_name
@@ -148,6 +151,147 @@ def review_item_report(
         question=question, source=Source.MANUAL, detail=detail, user=user
     )
     return item, created
+
+
+def _clean_note(note: str, field: str) -> str:
+    """Return `note` stripped; raise InvalidInputError (under `field`) if empty or too long."""
+    note = (note or "").strip()
+    if not note:
+        raise InvalidInputError({field: ["Say what looks wrong with the key entry."]})
+    if len(note) > REPORT_NOTE_MAX:
+        raise InvalidInputError(
+            {field: [f"At most {REPORT_NOTE_MAX} characters, not {len(note)}."]}
+        )
+    return note
+
+
+#: Longest "source that says so" on a reader's report (characters).
+READER_SOURCE_MAX = 1000
+_HOUR = 3600
+
+
+def _count_within_limit(key: str, limit: int, what: str) -> None:
+    """Count one more use of `key` this hour (Django cache); raise RateLimitedError past `limit`."""
+    cache.add(key, 0, _HOUR)
+    try:
+        used = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.set(key, 1, _HOUR)
+        used = 1
+    if used > limit:
+        raise RateLimitedError(f"too many reports {what}: at most {limit} an hour", _HOUR)
+
+
+def reader_report_create(
+    *, question: Question, what: str, source_text: str = "", email: str = "", address: str
+) -> tuple[ReaderReport, bool]:
+    """File a reader's key-error report on a public benchmark's question (issue 22).
+
+    No account: the report becomes evidence of kind `reported` on the question's open
+    review item, or a new item (`review_item_create`, which logs it as the system). Returns
+    (report, item_created). `what` obeys the hand-raised note's rule (`_clean_note`: 1 to
+    REPORT_NOTE_MAX characters), `source_text` at most READER_SOURCE_MAX, `email` empty or a
+    valid address of at most 254. Rate limits per hour, counted in the Django cache before
+    anything is written: SNAGLIST_READER_REPORTS_PER_ADDRESS from one network `address`
+    (hashed, never stored) and SNAGLIST_READER_REPORTS_PER_BENCHMARK to the benchmark.
+    Raises InvalidInputError (fields `what`, `source_text`, `email`), NotAllowedError
+    when the benchmark is not public, RateLimitedError past a limit.
+    """
+    what = _clean_note(what, "what")
+    source_text = (source_text or "").strip()
+    email = (email or "").strip()
+    errors: dict[str, list[str]] = {}
+    if len(source_text) > READER_SOURCE_MAX:
+        errors["source_text"] = [f"At most {READER_SOURCE_MAX} characters, not {len(source_text)}."]
+    if email:
+        try:
+            if len(email) > 254:
+                raise ValidationError("too long")
+            validate_email(email)
+        except ValidationError:
+            errors["email"] = ["Enter a valid email address, or leave it empty."]
+    if errors:
+        raise InvalidInputError(errors)
+    benchmark = question.benchmark
+    if not benchmark.is_public:
+        raise NotAllowedError(f"{benchmark.name} does not take reports from readers")
+    digest = hashlib.sha256(f"{settings.SECRET_KEY}:{address}".encode()).hexdigest()[:32]
+    _count_within_limit(
+        f"reader-report:address:{digest}",
+        settings.SNAGLIST_READER_REPORTS_PER_ADDRESS,
+        "from your address",
+    )
+    _count_within_limit(
+        f"reader-report:benchmark:{benchmark.pk}",
+        settings.SNAGLIST_READER_REPORTS_PER_BENCHMARK,
+        f"about {benchmark.name}",
+    )
+    received = timezone.now()
+    detail = {
+        "note": what,
+        "source": source_text,
+        "reported_by": "a reader",
+        "received": received.isoformat(),
+    }
+    with transaction.atomic():
+        item, created, _ = review_item_create(
+            question=question, source=Source.REPORTED, detail=detail
+        )
+        evidence = Evidence.objects.get(
+            item=item, fingerprint=fingerprint_of(Source.REPORTED.value, detail)
+        )
+        report = ReaderReport.objects.create(
+            item=item,
+            evidence=evidence,
+            question=question,
+            what=what,
+            source_text=source_text,
+            email=email,
+            created_at=received,
+        )
+    return report, created
+
+
+def reader_report_mark_spam(*, report: ReaderReport, user) -> ReaderReport:
+    """Mark a reader's report as spam (a reviewer or higher); logged as `reader_report.spam`.
+
+    A conditional UPDATE that must change one row: a report already marked raises
+    InvalidTransitionError. The report and its evidence stay, the evidence marked `spam`,
+    so the item's priority is ranked again without it (review.priority: spam counts for
+    nothing; an item with no other evidence sinks to priority 0). Raises NotAllowedError
+    for a non-reviewer.
+    """
+    _require(permissions.can_mark_spam(user), "only a reviewer may mark a report as spam")
+    now = timezone.now()
+    with transaction.atomic():
+        changed = ReaderReport.objects.filter(pk=report.pk, spam=False).update(
+            spam=True, spam_marked_by=user, spam_marked_at=now
+        )
+        if changed != 1:
+            raise InvalidTransitionError(f"report {report.pk} is already marked as spam")
+        marked = ReaderReport.objects.select_related("item", "question", "evidence").get(
+            pk=report.pk
+        )
+        evidence = marked.evidence
+        evidence.detail = {**evidence.detail, "spam": True}
+        evidence.save(update_fields=["detail"])
+        item = _lock_item(marked.item)
+        ranked = evidence_priority(item.evidence.values_list("kind", "detail"))
+        if (ranked.points, ranked.reasons) != (item.priority, item.reasons):
+            # With no evidence left the item keeps its source: it came from a reader.
+            primary = ranked.primary if ranked.points else item.source
+            _bump(item, priority=ranked.points, reasons=ranked.reasons, source=primary)
+        audit_log(
+            actor=user,
+            action=Action.READER_REPORT_SPAM,
+            target_type="reader_report",
+            target_id=marked.pk,
+            target_label=f"report {marked.pk} on {marked.question.question_id}",
+            benchmark_name=marked.item.benchmark.name,
+            before={"spam": False},
+            after={"spam": True, "item": marked.item_id},
+        )
+    return marked
 
 
 def review_item_claim(*, item: ReviewItem, user) -> ReviewItem:
