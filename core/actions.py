@@ -35,6 +35,7 @@ class Action(models.TextChoices):
     QUESTION_EXCLUDE = "question.exclude", "excluded the question from scoring"
     TRIAGE_RUN = "triage.run", "ran triage"
     USER_ROLES = "user.roles", "changed a user's roles"
+    JUDGE_PRICES_SET = "judge.prices_set", "set a judge's token prices"
 
 
 def action_label(action: str) -> str:
