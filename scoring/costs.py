@@ -151,7 +151,8 @@ def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
                 "cost": _money(cost),
             }
         )
-    currencies = {r["currency"] for r in rows}
+    # A judge whose cost is unknown has no say in the total's currency (the total is unknown).
+    currencies = {r["currency"] for r in rows if r["cost"] is not None}
     total: Decimal | None = sum(costs, Decimal(0)) if None not in costs else None
     if len(currencies) > 1:
         notes.append("the judges' prices are in different currencies: no total")
@@ -210,13 +211,51 @@ def costs_of_runs(run_ids: list[int], *, mode: str = "live") -> dict[int, dict[s
             cached_tokens=r["c"] or 0,
             output_tokens=r["o"] or 0,
         )
-        totals.setdefault(r["run_id"], []).append(cost if r["known"] else None)
-        currencies.setdefault(r["run_id"], set()).add(judge.price_currency)
+        cost = cost if r["known"] else None
+        totals.setdefault(r["run_id"], []).append(cost)
+        currencies.setdefault(r["run_id"], set())
+        if cost is not None:  # as in calls_cost: only priced judges name the currency
+            currencies[r["run_id"]].add(judge.price_currency)
         entry = out.setdefault(r["run_id"], {"calls": 0})
         entry["calls"] += r["n"]
     for run_id, costs in totals.items():
-        same = len(currencies[run_id]) == 1
+        same = len(currencies[run_id]) <= 1
         total = sum(costs, Decimal(0)) if None not in costs and same else None
         out[run_id]["cost"] = _money(total)
-        out[run_id]["currency"] = next(iter(currencies[run_id])) if same else ""
+        out[run_id]["currency"] = next(iter(currencies[run_id]), "") if same else ""
     return out
+
+
+def costs_markdown(costs: dict[str, Any]) -> list[str]:
+    """Return the report's "Judge calls and cost" section as Markdown lines, from
+    runs_selectors.edition_costs' {"spent", "paid_twice"}; unknown figures are written
+    "unknown", never 0."""
+    spent, twice = costs["spent"], costs["paid_twice"]
+    md = ["", "## Judge calls and cost", ""]
+    if not spent["judges"]:
+        return [*md, "No judge call of this edition's runs is in the ledger."]
+
+    def figure(value: Any, currency: str = "") -> str:
+        return "unknown" if value is None else f"{value} {currency}".strip()
+
+    md += [
+        "| judge | calls paid | usage unknown | input tokens | cached | output tokens | cost |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for j in spent["judges"]:
+        md.append(
+            f"| {j['judge']} | {j['calls']} | {j['unknown_usage']} | {figure(j['input_tokens'])} "
+            f"| {figure(j['cached_tokens'])} | {figure(j['output_tokens'])} "
+            f"| {figure(j['cost'], j['currency'])} |"
+        )
+    md += [
+        "",
+        f"Total: {figure(spent['cost'], spent['currency'])} for {spent['calls']} paid calls, "
+        f"at the live prices set on each judge. Paid twice: "
+        + (
+            f"{twice['calls']} calls, {figure(twice['cost'], twice['currency'])}."
+            if twice["calls"]
+            else "none."
+        ),
+    ]
+    return md + [f"- {n}" for n in spent["notes"]]

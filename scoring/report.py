@@ -17,6 +17,7 @@ import numpy as np
 
 from questions.models import KeyEdition, KeyEntry
 from scoring.audit_rule import SINGLE, TO_REVIEW, audit_decisions
+from scoring.costs import costs_markdown
 from scoring.engine import agreed_grades, compare_leaderboards, grade_changes
 from scoring.engine.robustness import GradeChange
 from scoring.models import Grade
@@ -649,40 +650,10 @@ def report_markdown(doc: dict[str, Any]) -> str:
                 )
         else:
             md.append("No key entry differs between the two editions.")
-    md += _costs_markdown(doc["judge_costs"])
+    md += costs_markdown(doc["judge_costs"])
     if doc["notes"]:
         md += ["", "## Notes", ""] + [f"- {n}" for n in doc["notes"]]
     return "\n".join(md) + "\n"
-
-
-def _costs_markdown(costs: dict[str, Any]) -> list[str]:
-    """Return the report's "Judge calls and cost" section (Markdown lines); unknown figures
-    are written "unknown", never 0."""
-    spent, twice = costs["spent"], costs["paid_twice"]
-    md = ["", "## Judge calls and cost", ""]
-    if not spent["judges"]:
-        return [*md, "No judge call of this edition's runs is in the ledger."]
-
-    def figure(value: Any, currency: str = "") -> str:
-        return "unknown" if value is None else f"{value} {currency}".strip()
-
-    md += [
-        "| judge | calls paid | usage unknown | input tokens | cached | output tokens | cost |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for j in spent["judges"]:
-        md.append(
-            f"| {j['judge']} | {j['calls']} | {j['unknown_usage']} | {figure(j['input_tokens'])} "
-            f"| {figure(j['cached_tokens'])} | {figure(j['output_tokens'])} "
-            f"| {figure(j['cost'], j['currency'])} |"
-        )
-    md += [
-        "",
-        f"Total: {figure(spent['cost'], spent['currency'])} for {spent['calls']} paid calls, "
-        f"at the live prices set on each judge. Paid twice: {twice['calls']} calls, "
-        f"{figure(twice['cost'], twice['currency']) if twice['calls'] else 'nothing'}.",
-    ]
-    return md + [f"- {n}" for n in spent["notes"]]
 
 
 def numpy_free(value: Any) -> Any:

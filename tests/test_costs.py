@@ -236,3 +236,17 @@ def test_the_report_carries_the_editions_cost(ledger):
     assert "## Judge calls and cost" in md
     assert "| j1 | 2 | 0 | 4000 | 2000 | 100 | 0.008500 USD |" in md
     assert "| j2 | 2 | 1 | 500 | 0 | 20 | unknown |" in md
+
+
+def test_judges_in_two_currencies_get_no_total(ledger):
+    data, run = ledger
+    j2 = data.judges[1]
+    Judge.objects.filter(pk=j2.pk).update(**{**PRICED, "price_currency": "GBP"})
+    summary = calls_cost(JudgeCall.objects.filter(run=run))
+    # j2 priced now: 500 x 2.50 + 20 x 10, per million = 0.00145 GBP (its lost call left out)
+    assert [j["cost"] for j in summary["judges"]] == ["0.008500", "0.001450"]
+    assert summary["cost"] is None and summary["currency"] == ""
+    assert any("different currencies" in n for n in summary["notes"])
+    Judge.objects.filter(pk=j2.pk).update(price_currency="USD")
+    summary = calls_cost(JudgeCall.objects.filter(run=run))
+    assert (summary["cost"], summary["currency"]) == ("0.009950", "USD")
