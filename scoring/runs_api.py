@@ -6,7 +6,7 @@ Serializers validate input; services write. Same permission rule as the pages.
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -107,7 +107,7 @@ class RunDetailSerializer(RunSerializer):
     def get_ledger(self, run: ScoringRun) -> dict:
         return runs_selectors.ledger_summary(run)
 
-    @extend_schema(responses=RunCostsSerializer)
+    @extend_schema_field(RunCostsSerializer)
     def get_costs(self, run: ScoringRun) -> dict:
         return runs_selectors.run_costs(run)
 
