@@ -41,6 +41,7 @@ class Action(models.TextChoices):
         "benchmark.publicity",
         "changed who may read the benchmark's public results site",
     )
+    JUDGE_PRICES_SET = "judge.prices_set", "set a judge's token prices"
 
 
 def action_label(action: str) -> str:

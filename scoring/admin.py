@@ -3,14 +3,70 @@ a judge names the environment variable that holds its key (`api_key_env`)."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from typing import Any
 
+from django.contrib import admin
+from django.db import transaction
+
+from core.actions import Action
+from core.services import audit_log
 from questions.admin import ViewOnlyAdmin
 from scoring import models as m
+
+PRICE_COLUMNS = ("price_currency", *m.PRICE_FIELDS)
+
+
+def _prices(judge: m.Judge | None) -> dict[str, str | None]:
+    """Return a judge's price columns as JSON-able text ({} for no judge)."""
+    if judge is None:
+        return {}
+    return {
+        name: (None if getattr(judge, name) is None else str(getattr(judge, name)))
+        for name in PRICE_COLUMNS
+    }
 
 
 @admin.register(m.Judge)
 class JudgeAdmin(admin.ModelAdmin):
+    """Judges and their prices. Prices are per million tokens, live and batch, in the
+    judge's currency, copied by an admin from the vendor's price page; empty = unknown (the
+    cost of that judge's calls is then reported as unknown). A change of prices is written
+    to the audit log (judge.prices_set) with the prices before and after."""
+
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "benchmark",
+                    "judge_id",
+                    "name",
+                    "vendor",
+                    "role",
+                    "backend",
+                    "model",
+                    "base_url",
+                    "api_key_env",
+                    "prompt_version",
+                    "backend_settings",
+                    "active",
+                ]
+            },
+        ),
+        (
+            "Prices per million tokens",
+            {
+                "fields": [
+                    "price_currency",
+                    ("price_input", "price_cached_input", "price_output"),
+                    ("batch_price_input", "batch_price_cached_input", "batch_price_output"),
+                ],
+                "description": "From the vendor's price page; there is no built-in list. "
+                "Leave a price empty when you do not know it: costs that need it show "
+                "as unknown.",
+            },
+        ),
+    ]
     list_display = [
         "judge_id",
         "name",
@@ -24,6 +80,24 @@ class JudgeAdmin(admin.ModelAdmin):
     ]
     list_filter = ["benchmark", "role", "backend", "vendor", "active"]
     search_fields = ["judge_id", "name", "model"]
+
+    def save_model(self, request: Any, obj: m.Judge, form: Any, change: bool) -> None:
+        """Save the judge; when its prices changed, log them in the same transaction."""
+        with transaction.atomic():
+            before = _prices(m.Judge.objects.filter(pk=obj.pk).first() if change else None)
+            super().save_model(request, obj, form, change)
+            after = _prices(m.Judge.objects.get(pk=obj.pk))  # as stored: 3 and 3.00 are one
+            if after != before and any(v not in (None, "") for v in {**before, **after}.values()):
+                audit_log(
+                    actor=request.user,
+                    action=Action.JUDGE_PRICES_SET,
+                    target_type="judge",
+                    target_id=obj.pk,
+                    target_label=str(obj),
+                    benchmark_name=obj.benchmark.name,
+                    before=before or None,
+                    after=after,
+                )
 
 
 @admin.register(m.ScoringRun)

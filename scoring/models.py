@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
 from questions.models import Benchmark, KeyEdition, KeyEntry, Response
+
+# The Judge price columns: (live, batch) x (input, cached input, output), per million tokens.
+PRICE_FIELDS = (
+    "price_input",
+    "price_cached_input",
+    "price_output",
+    "batch_price_input",
+    "batch_price_cached_input",
+    "batch_price_output",
+)
+
+
+def _price(help_text: str) -> models.DecimalField:
+    """Return a price column: a non-negative Decimal per million tokens, NULL = unknown."""
+    return models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal(0))],
+        help_text=help_text + " Empty: unknown.",
+    )
 
 
 class Judge(models.Model):
@@ -44,6 +69,20 @@ class Judge(models.Model):
         help_text="temperature, max_tokens, timeout, strictness, concurrency, rpm ...",
     )
     active = models.BooleanField(default=True)
+    # Prices per million tokens, set by an admin from the vendor's price page (no built-in
+    # list: it would go stale). Empty = unknown, so a cost that needs it is unknown too.
+    price_currency = models.CharField(
+        max_length=10,
+        blank=True,
+        help_text="The currency this judge's prices are in (e.g. USD, GBP); costs are "
+        "reported in it.",
+    )
+    price_input = _price("Live price per million input tokens (not read from the cache).")
+    price_cached_input = _price("Live price per million input tokens read from the cache.")
+    price_output = _price("Live price per million output tokens.")
+    batch_price_input = _price("Batch-API price per million input tokens.")
+    batch_price_cached_input = _price("Batch-API price per million cached input tokens.")
+    batch_price_output = _price("Batch-API price per million output tokens.")
 
     class Meta:
         ordering = ["benchmark", "role", "judge_id"]
@@ -51,6 +90,13 @@ class Judge(models.Model):
             models.UniqueConstraint(fields=["benchmark", "judge_id"], name="judge_unique_judge_id"),
             models.CheckConstraint(
                 condition=Q(role__in=["judge", "auditor"]), name="judge_role_valid"
+            ),
+            *(
+                models.CheckConstraint(
+                    condition=Q(**{f"{name}__isnull": True}) | Q(**{f"{name}__gte": 0}),
+                    name=f"judge_{name}_not_negative",
+                )
+                for name in PRICE_FIELDS
             ),
         ]
 
@@ -298,6 +344,18 @@ class JudgeCall(models.Model):
     prompt_version = models.CharField(max_length=50)
     outcome = models.CharField(max_length=20, choices=Outcome.choices, default=Outcome.STARTED)
     detail = models.TextField(blank=True)
+    # Usage as the vendor reported it (scoring.judges.types.Usage); NULL = unknown (the
+    # backend reports none, or the call never answered), never 0.
+    input_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Prompt tokens billed, cached ones included."
+    )
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cached_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Prompt tokens read from the vendor's prompt cache."
+    )
+    cache_write_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Prompt tokens written to the cache (Anthropic)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

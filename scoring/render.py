@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scoring.costs import costs_markdown
 from scoring.spreadsheet import csv_text
 
 LABELS = {
@@ -476,6 +477,8 @@ def report_markdown(doc: dict[str, Any]) -> str:
         else:
             md.append("No key entry differs between the two editions.")
     md += diagnostics_markdown(doc.get("judge_diagnostics") or [])
+    if "judge_costs" in doc:
+        md += costs_markdown(doc["judge_costs"])
     if doc["notes"]:
         md += ["", "## Notes", ""] + [f"- {n}" for n in doc["notes"]]
     return "\n".join(md) + "\n"

@@ -37,6 +37,7 @@ from scoring.render import (  # noqa: F401
     report_markdown,
     robustness_lines,
 )
+from scoring.runs_selectors import edition_costs
 from scoring.selectors import (
     BoardResult,
     EditionGrades,
@@ -257,6 +258,8 @@ def build_report(
         "correction_margin": None,
         "grade_changes": [],
         "notes": list(board.notes) + (list(lb.notes) if lb else []),
+        # what the judge calls of the edition's runs cost (issue 20): tokens and money
+        "judge_costs": edition_costs(edition),
     }
 
     doc["top3_flip_count"] = _flip_count(data, lb)

@@ -6,7 +6,7 @@ Serializers validate input; services write. Same permission rule as the pages.
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,6 +28,38 @@ class LedgerSerializer(serializers.Serializer):
     paid_twice = serializers.IntegerField()
     edition_paid_twice = serializers.IntegerField()
     repeated = serializers.IntegerField()
+
+
+class JudgeCostSerializer(serializers.Serializer):
+    judge = serializers.CharField()
+    currency = serializers.CharField(help_text="The currency of the judge's prices.")
+    calls = serializers.IntegerField(help_text="Billed calls: answered, or lost at a kill.")
+    unknown_usage = serializers.IntegerField(help_text="Billed calls that reported no usage.")
+    input_tokens = serializers.IntegerField(allow_null=True, help_text="null: unknown")
+    cached_tokens = serializers.IntegerField(allow_null=True, help_text="null: unknown")
+    output_tokens = serializers.IntegerField(allow_null=True, help_text="null: unknown")
+    cost = serializers.CharField(
+        allow_null=True, help_text="Decimal string; null when a needed price is empty."
+    )
+
+
+class CostSerializer(serializers.Serializer):
+    judges = JudgeCostSerializer(many=True)
+    calls = serializers.IntegerField()
+    unknown_usage = serializers.IntegerField()
+    input_tokens = serializers.IntegerField(allow_null=True, help_text="null: unknown")
+    cached_tokens = serializers.IntegerField(allow_null=True, help_text="null: unknown")
+    output_tokens = serializers.IntegerField(allow_null=True, help_text="null: unknown")
+    cost = serializers.CharField(allow_null=True)
+    currency = serializers.CharField()
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class RunCostsSerializer(serializers.Serializer):
+    run = CostSerializer()
+    edition = CostSerializer()
+    paid_twice = CostSerializer()
+    edition_paid_twice = CostSerializer()
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -65,14 +97,19 @@ class RunSerializer(serializers.ModelSerializer):
 
 class RunDetailSerializer(RunSerializer):
     ledger = serializers.SerializerMethodField()
+    costs = serializers.SerializerMethodField()
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "ledger"]
+        fields = [*RunSerializer.Meta.fields, "ledger", "costs"]
         read_only_fields = fields
 
     @extend_schema(responses=LedgerSerializer)
     def get_ledger(self, run: ScoringRun) -> dict:
         return runs_selectors.ledger_summary(run)
+
+    @extend_schema_field(RunCostsSerializer)
+    def get_costs(self, run: ScoringRun) -> dict:
+        return runs_selectors.run_costs(run)
 
 
 class RunCreateSerializer(serializers.Serializer):

@@ -12,6 +12,7 @@ from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from questions.models import KeyEdition
+from scoring.costs import calls_cost
 from scoring.models import JudgeCall, ScoringRun
 from scoring.services.tunables import stall_seconds
 
@@ -29,6 +30,15 @@ def _paid_again(calls: QuerySet) -> int:
     version; an audit's has no response) had been answered before by an earlier call of ANY
     run: the judge was paid twice for one grade or verdict. Two queries (grade calls, audit
     calls), each a correlated EXISTS on the ledger's call_pair_idx."""
+    grades, audits = paid_again_calls(calls)
+    return grades.count() + audits.count()
+
+
+def paid_again_calls(calls: QuerySet) -> tuple[QuerySet, QuerySet]:
+    """Return the answered calls among `calls` that bought a pair an earlier call of any run
+    had already answered (see _paid_again), as two JudgeCall querysets: (grade calls, audit
+    calls), each a correlated EXISTS on call_pair_idx (kept apart: one OR of both reads
+    the ledger without that index)."""
     answered = calls.filter(outcome=JudgeCall.Outcome.OK)
     same = {n: OuterRef(n) for n in ("judge_id", "key_entry_id", "prompt_version")}
     earlier = JudgeCall.objects.filter(outcome=JudgeCall.Outcome.OK, id__lt=OuterRef("id"), **same)
@@ -38,7 +48,7 @@ def _paid_again(calls: QuerySet) -> int:
     audits = answered.filter(response_id__isnull=True).filter(
         Exists(earlier.filter(response_id__isnull=True))
     )
-    return grades.count() + audits.count()
+    return grades, audits
 
 
 def ledger_summary(run: ScoringRun) -> dict[str, int]:
@@ -85,6 +95,41 @@ def _repeated_after_loss(run: ScoringRun) -> int:
         Exists(lost.filter(response_id__isnull=True))
     )
     return grades.count() + audits.count()
+
+
+def run_costs(run: ScoringRun) -> dict[str, Any]:
+    """Return what the run's judge calls cost, and its edition's, per judge (issue 20).
+
+    Shape: {"run", "edition", "paid_twice", "edition_paid_twice"}, each a
+    scoring.costs.calls_cost summary at the judges' live prices (every call so far goes
+    through the live APIs): this run's billed calls, every run of its edition, and the
+    answered calls that bought a pair already answered (ledger_summary's paid_twice and
+    edition_paid_twice) in tokens and money.
+    """
+    mine = JudgeCall.objects.filter(run=run)
+    edition = edition_costs(run.edition)
+    return {
+        "run": calls_cost(mine),
+        "edition": edition["spent"],
+        "paid_twice": calls_cost(_ids_of(paid_again_calls(mine))),
+        "edition_paid_twice": edition["paid_twice"],
+    }
+
+
+def edition_costs(edition: KeyEdition) -> dict[str, Any]:
+    """Return what the judge calls of every run of `edition` cost, per judge:
+    {"spent": calls_cost of the edition's billed calls, "paid_twice": calls_cost of its
+    answered calls that bought a pair already answered} (scoring.costs.calls_cost shapes,
+    live prices)."""
+    calls = JudgeCall.objects.filter(run__edition=edition)
+    return {"spent": calls_cost(calls), "paid_twice": calls_cost(_ids_of(paid_again_calls(calls)))}
+
+
+def _ids_of(parts: tuple[QuerySet, QuerySet]) -> QuerySet:
+    """Return one JudgeCall queryset of the calls in both parts (their ids read first: the
+    paid-twice calls are few)."""
+    ids = [pk for part in parts for pk in part.values_list("pk", flat=True)]
+    return JudgeCall.objects.filter(pk__in=ids)
 
 
 def run_stall(run: ScoringRun, *, now: datetime | None = None) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from django.views.decorators.vary import vary_on_headers
 from questions.errors import DomainError
 from questions.models import Benchmark, KeyEdition
 from scoring import runs_selectors, services
+from scoring.costs import costs_of_runs
 from scoring.models import Judge, RunItem, ScoringRun
 from scoring.runs_permissions import can_manage_runs
 
@@ -64,6 +65,9 @@ def runs(request: HttpRequest) -> HttpResponse:
     """List recent runs (live progress) and the editions an admin can re-score or audit."""
     _require_admin(request)
     recent = [_decorate(r) for r in runs_queryset()[:RUNS_SHOWN]]
+    spent = costs_of_runs([r.pk for r in recent])
+    for r in recent:
+        r.spent = spent.get(r.pk)
     context = {"runs": recent, "any_active": any(r.is_active for r in recent)}
     if request.htmx:
         return render(request, "scoring/runs_table.html", context)
@@ -125,6 +129,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "run": run,
         "ledger": runs_selectors.ledger_summary(run),
+        "costs": runs_selectors.run_costs(run),
         "failed_items": failed,
         "pending_held": pending_held,
         "notes": [line for line in run.error.splitlines() if line],

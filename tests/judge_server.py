@@ -8,7 +8,13 @@ official SDKs run unmodified, transport and all. Replies are scripted:
     server.latency = 0.1                                                     # added to every reply
 
 Behaviours: ok(content), cut_off(content) (finish_reason "length" / stop_reason "max_tokens"),
-refusal(), malformed(), status(code, retry_after=...), slow(seconds, content).
+refusal(), malformed(), status(code, retry_after=...), slow(seconds, content),
+no_usage(content) (a reply without a usage object).
+Every reply reports usage the way its vendor does (OpenAI: prompt_tokens,
+completion_tokens, prompt_tokens_details.cached_tokens; Anthropic: input_tokens,
+output_tokens, cache_read_input_tokens, cache_creation_input_tokens), counted by
+`count_tokens` over the request's message texts and the reply's text; nothing is cached yet
+(cached tokens 0).
 Every request is recorded in server.requests (path, json body, headers without
 authorization / x-api-key / api-key, t = time.monotonic() on arrival, replied = when
 the reply was written).
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -52,6 +59,7 @@ class Behaviour:
     retry_after: float | str | None = None
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    report_usage: bool = True
 
 
 def ok(content: str = GOOD_GRADE) -> Behaviour:
@@ -62,6 +70,37 @@ def ok(content: str = GOOD_GRADE) -> Behaviour:
 def cut_off(content: str = '{"grade": 2, "rationale": "the fig') -> Behaviour:
     """A reply cut off by the token budget: finish_reason "length" / stop_reason "max_tokens"."""
     return Behaviour(content=content, truncated=True)
+
+
+def no_usage(content: str = GOOD_GRADE) -> Behaviour:
+    """A normal completion whose reply carries no usage object (a backend that reports none)."""
+    return Behaviour(content=content, report_usage=False)
+
+
+# A stand-in for a vendor's tokenizer (no tokenizer ships with the SDKs): a word is one token
+# per 6 letters or digits begun, every other visible character one token. On English prose
+# this gives 1 token per 4.2-4.6 characters, in the range the vendors quote (~4).
+_TOKEN = re.compile(r"\w{1,6}|[^\w\s]")
+# Tokens a chat request adds around each message and the reply (role markers).
+MESSAGE_OVERHEAD_TOKENS = 4
+REPLY_PRIMING_TOKENS = 3
+
+
+def count_tokens(text: str) -> int:
+    """Return the loopback server's token count of `text` (see _TOKEN)."""
+    return len(_TOKEN.findall(text))
+
+
+def prompt_tokens(request: dict[str, Any]) -> int:
+    """Return the prompt tokens the loopback server bills for a chat request (decoded JSON):
+    each message's text plus MESSAGE_OVERHEAD_TOKENS, plus REPLY_PRIMING_TOKENS."""
+    total = REPLY_PRIMING_TOKENS
+    for message in request.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):  # content blocks
+            content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
+        total += MESSAGE_OVERHEAD_TOKENS + count_tokens(content if isinstance(content, str) else "")
+    return total
 
 
 def refusal(content: str = "I'm sorry, but I can't help with grading this response.") -> Behaviour:
@@ -413,7 +452,14 @@ def _error_body(flavour: str, b: Behaviour) -> dict[str, Any]:
 
 def _reply_body(flavour: str, request: dict[str, Any], b: Behaviour) -> dict[str, Any]:
     model = request.get("model") or "judge-model"
+    tokens_in, tokens_out = prompt_tokens(request), count_tokens(b.content)
     if flavour == "anthropic":
+        usage = {
+            "input_tokens": tokens_in,
+            "output_tokens": tokens_out,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        }
         return {
             "id": "msg_loopback",
             "type": "message",
@@ -422,7 +468,7 @@ def _reply_body(flavour: str, request: dict[str, Any], b: Behaviour) -> dict[str
             "content": [{"type": "text", "text": b.content}],
             "stop_reason": "max_tokens" if b.truncated else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 10},
+            **({"usage": usage} if b.report_usage else {}),
         }
     return {
         "id": "chatcmpl-loopback",
@@ -437,7 +483,18 @@ def _reply_body(flavour: str, request: dict[str, Any], b: Behaviour) -> dict[str
                 "logprobs": None,
             }
         ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+        **(
+            {
+                "usage": {
+                    "prompt_tokens": tokens_in,
+                    "completion_tokens": tokens_out,
+                    "total_tokens": tokens_in + tokens_out,
+                    "prompt_tokens_details": {"cached_tokens": 0},
+                }
+            }
+            if b.report_usage
+            else {}
+        ),
     }
 
 

@@ -34,6 +34,7 @@ from .types import (
     JudgeConfigError,
     JudgeError,
     JudgeUnavailable,
+    Usage,
 )
 
 
@@ -95,6 +96,7 @@ __all__ = [
     "OpenAIBackend",
     "RedisLimiter",
     "ReferenceBackend",
+    "Usage",
     "get_backend",
     "get_limiter",
     "limiter_for",

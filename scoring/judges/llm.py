@@ -38,7 +38,16 @@ from .retry import (
     parse_retry_after,
     redact,
 )
-from .types import AuditInput, AuditResult, GradeResult, GradingInput, JudgeConfigError
+from .types import (
+    AuditInput,
+    AuditResult,
+    GradeResult,
+    GradingInput,
+    JudgeConfigError,
+    Usage,
+    anthropic_usage,
+    openai_usage,
+)
 
 # A cut-off reply is retried once with this many times the token budget (brief: x2).
 TRUNCATION_BUDGET_FACTOR = 2
@@ -46,10 +55,19 @@ TRUNCATION_BUDGET_FACTOR = 2
 
 @dataclass(frozen=True)
 class Completion:
-    """One model reply: its text and the API's stop reason."""
+    """One model reply: its text, the API's stop reason and the tokens it reported (None:
+    the reply reported no usage)."""
 
     text: str
     stop_reason: str | None
+    usage: Usage | None = None
+
+
+def _with_retry_usage(first: Completion, second: Completion) -> Completion:
+    """Return `second` (the reply asked again after a cut-off) carrying the usage of both
+    calls: both were paid. Unknown on either side makes the sum unknown."""
+    usage = None if first.usage is None or second.usage is None else first.usage + second.usage
+    return Completion(text=second.text, stop_reason=second.stop_reason, usage=usage)
 
 
 class ChatBackend(JudgeBackend):
@@ -141,6 +159,7 @@ class ChatBackend(JudgeBackend):
             stop_reason=reply.stop_reason,
             prompt_version=JUDGE_PROMPT_VERSION,
             parse_error=error,
+            usage=reply.usage,
         )
 
     async def agrade(self, inp: GradingInput) -> GradeResult:
@@ -166,13 +185,15 @@ class ChatBackend(JudgeBackend):
             stop_reason=reply.stop_reason,
             prompt_version=AUDITOR_PROMPT_VERSION,
             parse_error=error,
+            usage=reply.usage,
         )
 
     def _complete_with_budget(self, prompt: str) -> Completion:
         reply = self._complete_retrying(prompt, self.config.max_tokens)
         if is_truncated(reply.stop_reason):
-            reply = self._complete_retrying(
-                prompt, self.config.max_tokens * TRUNCATION_BUDGET_FACTOR
+            reply = _with_retry_usage(
+                reply,
+                self._complete_retrying(prompt, self.config.max_tokens * TRUNCATION_BUDGET_FACTOR),
             )
         return reply
 
@@ -187,8 +208,11 @@ class ChatBackend(JudgeBackend):
     async def _acomplete_with_budget(self, prompt: str, state: _AsyncState) -> Completion:
         reply = await self._acomplete_retrying(prompt, self.config.max_tokens, state)
         if is_truncated(reply.stop_reason):
-            reply = await self._acomplete_retrying(
-                prompt, self.config.max_tokens * TRUNCATION_BUDGET_FACTOR, state
+            reply = _with_retry_usage(
+                reply,
+                await self._acomplete_retrying(
+                    prompt, self.config.max_tokens * TRUNCATION_BUDGET_FACTOR, state
+                ),
             )
         return reply
 
@@ -463,18 +487,21 @@ class OpenAIBackend(ChatBackend):
 
     @staticmethod
     def _completion(completion: Any) -> Completion:
-        """Return the text and finish_reason of a Chat Completions reply (decoded JSON); a reply
-        without choices, or not shaped like one, gives empty text (parsed as no grade)."""
+        """Return the text, finish_reason and usage (scoring.judges.types.openai_usage) of a
+        Chat Completions reply (decoded JSON); a reply without choices, or not shaped like
+        one, gives empty text (parsed as no grade)."""
+        usage = openai_usage(completion.get("usage")) if isinstance(completion, dict) else None
         choices = completion.get("choices") if isinstance(completion, dict) else None
         choice = choices[0] if isinstance(choices, list) and choices else None
         if not isinstance(choice, dict):
-            return Completion(text="", stop_reason=None)
+            return Completion(text="", stop_reason=None, usage=usage)
         message = choice.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         reason = choice.get("finish_reason")
         return Completion(
             text=content if isinstance(content, str) else "",
             stop_reason=reason if isinstance(reason, str) else None,
+            usage=usage,
         )
 
 
@@ -546,4 +573,5 @@ class AnthropicBackend(ChatBackend):
         text = "".join(
             block.text for block in message.content if getattr(block, "type", "") == "text"
         )
-        return Completion(text=text, stop_reason=message.stop_reason)
+        usage = anthropic_usage(getattr(message, "usage", None))
+        return Completion(text=text, stop_reason=message.stop_reason, usage=usage)

@@ -75,6 +75,86 @@ class AuditInput:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """The tokens one judge call was billed for, as the vendor's API reported them.
+
+    input_tokens: every prompt token, cached or not (OpenAI usage.prompt_tokens; Anthropic
+    usage.input_tokens + cache_read_input_tokens + cache_creation_input_tokens, since
+    Anthropic's input_tokens leaves out the cached part). output_tokens: OpenAI
+    usage.completion_tokens, Anthropic usage.output_tokens. cached_tokens: the prompt
+    tokens read from the vendor's prompt cache (OpenAI
+    usage.prompt_tokens_details.cached_tokens, Anthropic cache_read_input_tokens).
+    cache_write_tokens: prompt tokens written to the cache (Anthropic
+    cache_creation_input_tokens; None for OpenAI, which reports none).
+    Any field is None when the reply did not report it: unknown, never 0.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        """Return the usage of both calls together (a cut-off reply asked again is paid
+        twice); a field unknown on either side is unknown in the sum."""
+
+        def both(a: int | None, b: int | None) -> int | None:
+            return None if a is None or b is None else a + b
+
+        return Usage(
+            input_tokens=both(self.input_tokens, other.input_tokens),
+            output_tokens=both(self.output_tokens, other.output_tokens),
+            cached_tokens=both(self.cached_tokens, other.cached_tokens),
+            cache_write_tokens=both(self.cache_write_tokens, other.cache_write_tokens),
+        )
+
+
+def _count(value: Any) -> int | None:
+    """Return a reported token count as an int, or None when it is absent or not a
+    non-negative integer (a vendor field we cannot trust is unknown, not 0)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def openai_usage(usage: Any) -> Usage | None:
+    """Return the Usage of an OpenAI Chat Completions reply's `usage` (decoded JSON: a dict),
+    or None when the reply carries none. cache_write_tokens is None (OpenAI reports none);
+    cached_tokens is None when prompt_tokens_details is absent."""
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    return Usage(
+        input_tokens=_count(usage.get("prompt_tokens")),
+        output_tokens=_count(usage.get("completion_tokens")),
+        cached_tokens=cached,
+    )
+
+
+def anthropic_usage(usage: Any) -> Usage | None:
+    """Return the Usage of an Anthropic Messages reply's `usage` (the SDK's Usage object or a
+    dict), or None when the reply carries none. input_tokens adds Anthropic's separately
+    reported cache reads and writes to its input_tokens (absent cache fields count 0 there:
+    Anthropic leaves them out, or null, when no cache was used)."""
+    if usage is None:
+        return None
+
+    def field_of(name: str) -> Any:
+        return usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
+
+    plain = _count(field_of("input_tokens"))
+    read = _count(field_of("cache_read_input_tokens")) or 0
+    write = _count(field_of("cache_creation_input_tokens")) or 0
+    return Usage(
+        input_tokens=None if plain is None else plain + read + write,
+        output_tokens=_count(field_of("output_tokens")),
+        cached_tokens=None if plain is None else read,
+        cache_write_tokens=None if plain is None else write,
+    )
+
+
+@dataclass(frozen=True)
 class GradeResult:
     """One judge's grade of one response.
 
@@ -84,6 +164,8 @@ class GradeResult:
     raw_output: the judge's reply text exactly as received (never request headers or secrets),
     except that a NUL character (U+0000), which PostgreSQL text cannot hold, becomes U+FFFD
     (the Unicode replacement character) here as in every text field of a result.
+    usage: the tokens the call(s) behind this result were billed for (Usage), None when the
+    backend reports none (the offline reference judge, test doubles): unknown, not 0.
     """
 
     grade: int | None
@@ -94,6 +176,7 @@ class GradeResult:
     stop_reason: str | None
     prompt_version: str
     parse_error: str | None = None
+    usage: Usage | None = None
 
     def __post_init__(self) -> None:
         _replace_nul(self)
@@ -110,6 +193,7 @@ class AuditResult:
     stop_reason: str | None
     prompt_version: str
     parse_error: str | None = None
+    usage: Usage | None = None
 
     def __post_init__(self) -> None:
         _replace_nul(self)

@@ -13,8 +13,9 @@ import threading
 from django.db import transaction
 
 from scoring.models import Grade, RunItem, ScoringRun
+from scoring.services.ledger import USAGE_COLUMNS
 from scoring.services.tunables import SETTLE_BATCH, SETTLE_SECONDS
-from scoring.services.vendor_sql import insert_rows, settle_sql
+from scoring.services.vendor_sql import insert_rows, settle_sql, write_call_usage
 from scoring.services.work import ChunkOutcome, Finished
 
 # A grade's pair: the columns (attnames) of its unique constraint, read from the model so
@@ -73,7 +74,8 @@ class BatchSettler:
             self.write(batch)
 
     def write(self, batch: list[Finished]) -> None:
-        """One transaction: the batch's grades, its items, its ledger rows and the run counters.
+        """One transaction: the batch's grades, its items, its ledger rows (with the tokens
+        each call reported) and the run counters.
 
         A grade whose pair was graded meanwhile (another run or delivery) is skipped by the
         INSERT itself and its pair settled as reused, paying nothing more. The UPDATEs are
@@ -128,6 +130,13 @@ class BatchSettler:
                 # the pairs' cross-run leases go with the settle (released pairs too)
                 cursor.execute(
                     sql["leases"] % ", ".join(["%s"] * len(batch)), [d.item_id for d in batch]
+                )
+                write_call_usage(
+                    [
+                        (d.call_id, tuple(getattr(d.usage, c) for c in USAGE_COLUMNS))
+                        for d in batch
+                        if d.call_id is not None and d.usage is not None
+                    ]
                 )
                 if bump:
                     qn = connection.ops.quote_name

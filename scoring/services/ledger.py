@@ -83,6 +83,17 @@ def claim_pairs(
     return {pk: claimed[pk] for pk in leased}, taken_over
 
 
+USAGE_COLUMNS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens")
+
+
+def usage_columns(usage: Any) -> dict[str, int | None]:
+    """Return the JudgeCall usage columns for a scoring.judges.Usage: {column: tokens or
+    None}; empty for no usage (the columns stay NULL: unknown)."""
+    if usage is None:
+        return {}
+    return {column: getattr(usage, column) for column in USAGE_COLUMNS}
+
+
 def _free_leases(item_ids: Sequence[int]) -> None:
     """Delete the cross-run pair leases of these run items (settled or released)."""
     PairLease.objects.filter(item_id__in=list(item_ids)).delete()
@@ -103,10 +114,12 @@ def settle_item(
     call: JudgeCall | CallRef | None = None,
     call_outcome: str = "",
     detail: str = "",
+    usage: Any = None,
 ) -> bool:
     """Move one item from pending to `state` and bump the run counters; False if already settled.
 
-    `call` (its ledger row) gets `call_outcome` and `detail` when both are given. Used for
+    `call` (its ledger row) gets `call_outcome` and `detail` when both are given, and the
+    tokens in `usage` (a scoring.judges.Usage; None leaves them unknown). Used for
     audit pairs (verdicts, reuses and failures); grade pairs are settled in batches
     (scoring.services.batching).
 
@@ -118,7 +131,9 @@ def settle_item(
     )
     _free_leases([item.pk])
     if call is not None and call_outcome:
-        JudgeCall.objects.filter(pk=call.pk).update(outcome=call_outcome, detail=detail[:2000])
+        JudgeCall.objects.filter(pk=call.pk).update(
+            outcome=call_outcome, detail=detail[:2000], **usage_columns(usage)
+        )
     if not moved:
         return False
     bump: dict[str, Any] = {"done": F("done") + 1}
@@ -427,7 +442,9 @@ def finished_pair(
         "stop_reason": (result.stop_reason or "")[:50],
         "run_id": run.pk,
     }
-    return Finished(item.pk, state, call.pk, JudgeCall.Outcome.OK, detail, grade)
+    return Finished(
+        item.pk, state, call.pk, JudgeCall.Outcome.OK, detail, grade, getattr(result, "usage", None)
+    )
 
 
 def free_dead_leases(now: Any) -> dict[str, int]:

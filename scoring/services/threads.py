@@ -233,6 +233,7 @@ def audit_pair(
             call=call,
             call_outcome=JudgeCall.Outcome.OK,
             detail=result.parse_error or "",
+            usage=result.usage,
         )
     return state
 

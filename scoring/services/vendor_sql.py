@@ -4,7 +4,7 @@ The ORM spent as much CPU building these statements as the rest of a judge call'
 work (measured in bench/README.md), so the few statements a grade run repeats are written
 here, built once per model and vendor: the batched INSERT (`insert_rows`), the claim of
 several run items (`claim_items`) and of their pairs across runs (`lease_pairs`), the settle
-UPDATEs (`settle_sql`) and the marking of
+UPDATEs (`settle_sql`, with the calls' tokens: `write_call_usage`) and the marking of
 lost calls on PostgreSQL (`mark_calls_lost`). Nothing else of scoring.services writes SQL.
 """
 
@@ -251,6 +251,39 @@ def settle_sql(connection: Any) -> dict[str, str]:
             "leases": f"DELETE FROM {qn(PairLease._meta.db_table)} WHERE {qn('item_id')} IN (%s)",
         }
     return _SETTLE_SQL[connection.vendor]
+
+
+_USAGE = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens")
+
+
+def write_call_usage(rows: Sequence[tuple[int, Sequence[int | None]]]) -> None:
+    """Store the reported tokens of settled ledger rows (JudgeCall usage columns).
+
+    rows: (call id, (input, output, cached, cache write tokens; None = unknown)) each. On
+    PostgreSQL ONE UPDATE ... FROM (VALUES ...) for all of them (each call's figures differ,
+    so the settle's grouped UPDATE cannot carry them); elsewhere one UPDATE per row. An empty
+    list costs no query.
+    """
+    from django.db import connection
+
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        for pk, values in rows:
+            JudgeCall.objects.filter(pk=pk).update(**dict(zip(_USAGE, values, strict=True)))
+        return
+    qn = connection.ops.quote_name
+    table = qn(JudgeCall._meta.db_table)
+    sets = ", ".join(f"{qn(c)} = v.{qn(c)}" for c in _USAGE)
+    names = ", ".join(qn(c) for c in ("id", *_USAGE))
+    one = "(" + ", ".join(["%s::bigint"] + ["%s::integer"] * len(_USAGE)) + ")"
+    sql = (
+        f"UPDATE {table} SET {sets} FROM (VALUES {', '.join([one] * len(rows))}) "
+        f"AS v({names}) WHERE {table}.{qn('id')} = v.{qn('id')}"
+    )
+    params = [value for pk, values in rows for value in (pk, *values)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def mark_calls_lost(

@@ -91,7 +91,8 @@ class Finished:
     reused, failed; a batch may turn graded/unparsed into reused); call_id / call_outcome:
     its ledger row and the JudgeCall outcome to give it (None / "" when no call was made);
     detail: the note for both; grade: the Grade row to insert as {field attname: value}, or
-    None.
+    None; usage: the tokens the call was billed for (scoring.judges.Usage), None when the
+    backend reported none or no answer came (stored as unknown).
     """
 
     item_id: int
@@ -100,6 +101,7 @@ class Finished:
     call_outcome: str
     detail: str = ""
     grade: dict[str, Any] | None = None
+    usage: Any = None
 
 
 def run_stopped(run: ScoringRun) -> bool:

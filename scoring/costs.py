@@ -1,0 +1,261 @@
+"""What judge calls cost: tokens from the JudgeCall ledger times the prices an admin set on
+each Judge row (issue 20). The one place the cost formula is written.
+
+Money is Decimal throughout, in the currency of the judge's prices (Judge.price_currency);
+a cost is None (shown "unknown") when a price it needs is empty. Calls whose usage the
+backend did not report (NULL tokens: the offline reference judge, calls lost at a kill) are
+counted as `unknown_usage`, never priced as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet, Sum
+
+from scoring.models import Judge, JudgeCall
+
+MILLION = Decimal(1_000_000)
+# The calls a vendor bills: answered, and in flight at a kill (sent, so paid; no grade kept).
+BILLED_OUTCOMES = (JudgeCall.Outcome.OK, JudgeCall.Outcome.LOST)
+
+
+@dataclass(frozen=True)
+class Prices:
+    """One judge's prices per million tokens in one mode (live or batch); None = unknown."""
+
+    input: Decimal | None
+    cached_input: Decimal | None
+    output: Decimal | None
+    currency: str
+
+    @classmethod
+    def of(cls, judge: Judge, mode: str = "live") -> Prices:
+        """Return the judge's `mode` prices ("live" or "batch"; ValueError otherwise)."""
+        if mode not in ("live", "batch"):
+            raise ValueError(f"price mode must be 'live' or 'batch', got {mode!r}")
+        prefix = "" if mode == "live" else "batch_"
+        return cls(
+            input=getattr(judge, f"{prefix}price_input"),
+            cached_input=getattr(judge, f"{prefix}price_cached_input"),
+            output=getattr(judge, f"{prefix}price_output"),
+            currency=judge.price_currency,
+        )
+
+
+def tokens_cost(
+    prices: Prices, *, input_tokens: int, cached_tokens: int, output_tokens: int
+) -> Decimal | None:
+    """Return what these tokens cost at `prices`, or None when a price they need is empty.
+
+    cost = (input - cached) x input price + cached x cached-input price + output x output
+    price, prices per million tokens (the vendors' published pricing model: OpenAI and
+    Anthropic price uncached input, cached input and output separately). input_tokens
+    includes the cached ones (scoring.judges.Usage). Anthropic's cache writes are priced
+    as uncached input here (Anthropic charges 1.25x for them; no prompt is marked for
+    caching yet, so none are written). A price whose tokens are 0 is not needed. Raises
+    ValueError for negative counts or more cached than input tokens.
+    """
+    if min(input_tokens, cached_tokens, output_tokens) < 0 or cached_tokens > input_tokens:
+        raise ValueError(
+            f"bad token counts: input {input_tokens}, cached {cached_tokens}, "
+            f"output {output_tokens}"
+        )
+    total = Decimal(0)
+    for tokens, price in (
+        (input_tokens - cached_tokens, prices.input),
+        (cached_tokens, prices.cached_input),
+        (output_tokens, prices.output),
+    ):
+        if not tokens:
+            continue
+        if price is None:
+            return None
+        total += Decimal(tokens) * price / MILLION
+    return total
+
+
+def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, int]]:
+    """Return {judge pk: {"calls", "known", "input", "cached", "output"}} over the billed
+    calls among `calls` (one query). known: calls with input and output tokens reported; a
+    known call with no cached count (an OpenAI-compatible server without
+    prompt_tokens_details) adds 0 cached, pricing all its input as uncached (the higher
+    price: never an under-statement)."""
+    known = Q(input_tokens__isnull=False, output_tokens__isnull=False)
+    rows = (
+        calls.filter(outcome__in=BILLED_OUTCOMES)
+        .values("judge_id")
+        .annotate(
+            n=Count("id"),
+            known=Count("id", filter=known),
+            i=Sum("input_tokens", filter=known),
+            c=Sum("cached_tokens", filter=known),
+            o=Sum("output_tokens", filter=known),
+        )
+    )
+    return {
+        r["judge_id"]: {
+            "calls": r["n"],
+            "known": r["known"],
+            "input": r["i"] or 0,
+            "cached": r["c"] or 0,
+            "output": r["o"] or 0,
+        }
+        for r in rows
+    }
+
+
+def _money(value: Decimal | None) -> str | None:
+    """Return a cost as a JSON-safe string (exact, 6 decimal places) or None."""
+    return None if value is None else f"{value.quantize(Decimal('0.000001'))}"
+
+
+def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
+    """Return the tokens and cost of the billed calls among `calls` (a JudgeCall queryset),
+    per judge and in total, at each judge's `mode` prices.
+
+    Shape: {"judges": [{"judge", "currency", "calls", "unknown_usage", "input_tokens",
+    "cached_tokens", "output_tokens", "cost"}], "calls", "unknown_usage", "input_tokens",
+    "cached_tokens", "output_tokens", "cost", "currency", "notes"}. Token counts are over
+    the calls whose usage is known (None when none of them reported usage); cost (a string,
+    6 decimal places, in `currency`) is None when no call reported usage or a needed price
+    is empty, and the total is None when any judge's cost is unknown or the judges'
+    currencies differ (notes say why). With some calls' usage unknown the cost covers the
+    others only (a lower bound; `unknown_usage` and a note say so). Two queries.
+    """
+    usage = _usage_by_judge(calls)
+    judges = Judge.objects.in_bulk(list(usage))
+    rows, notes, costs = [], [], []
+    for pk in sorted(usage, key=lambda pk: judges[pk].judge_id):
+        judge, u = judges[pk], usage[pk]
+        cost = tokens_cost(
+            Prices.of(judge, mode),
+            input_tokens=u["input"],
+            cached_tokens=u["cached"],
+            output_tokens=u["output"],
+        )
+        if not u["known"]:
+            cost = None  # no call reported usage: the tokens, and so the cost, are unknown
+        elif cost is None:
+            notes.append(f"{judge.judge_id} has no {mode} price for tokens it used")
+        costs.append(cost)
+        rows.append(
+            {
+                "judge": judge.judge_id,
+                "currency": judge.price_currency,
+                "calls": u["calls"],
+                "unknown_usage": u["calls"] - u["known"],
+                **_tokens(u["input"], u["cached"], u["output"], known=u["known"]),
+                "cost": _money(cost),
+            }
+        )
+    # A judge whose cost is unknown has no say in the total's currency (the total is unknown).
+    currencies = {r["currency"] for r in rows if r["cost"] is not None}
+    total: Decimal | None = sum(costs, Decimal(0)) if None not in costs else None
+    if len(currencies) > 1:
+        notes.append("the judges' prices are in different currencies: no total")
+        total = None
+    unknown = sum(r["unknown_usage"] for r in rows)
+    if unknown:
+        notes.append(f"{unknown} paid call(s) reported no usage: not in the tokens or cost")
+    known = sum(usage[pk]["known"] for pk in usage)
+    return {
+        "judges": rows,
+        "calls": sum(r["calls"] for r in rows),
+        "unknown_usage": unknown,
+        **_tokens(
+            *(sum(usage[pk][k] for pk in usage) for k in ("input", "cached", "output")),
+            known=known,
+        ),
+        "cost": _money(total),
+        "currency": currencies.pop() if len(currencies) == 1 else "",
+        "notes": notes,
+    }
+
+
+def _tokens(input_tokens: int, cached: int, output: int, *, known: int) -> dict[str, int | None]:
+    """Return the token figures of a summary; None (unknown) when no call reported usage."""
+    if not known:
+        return {"input_tokens": None, "cached_tokens": None, "output_tokens": None}
+    return {"input_tokens": input_tokens, "cached_tokens": cached, "output_tokens": output}
+
+
+def costs_of_runs(run_ids: list[int], *, mode: str = "live") -> dict[int, dict[str, Any]]:
+    """Return {run id: {"calls", "cost", "currency"}} for the runs' billed calls, by the
+    same rule as calls_cost (cost None when usage or a needed price is unknown, or the
+    run's judges are priced in different currencies). Runs with no billed call are left
+    out. Two queries whatever the number of runs (the runs list shows a column of it)."""
+    known = Q(input_tokens__isnull=False, output_tokens__isnull=False)
+    rows = list(
+        JudgeCall.objects.filter(run_id__in=run_ids, outcome__in=BILLED_OUTCOMES)
+        .values("run_id", "judge_id")
+        .annotate(
+            n=Count("id"),
+            known=Count("id", filter=known),
+            i=Sum("input_tokens", filter=known),
+            c=Sum("cached_tokens", filter=known),
+            o=Sum("output_tokens", filter=known),
+        )
+    )
+    judges = Judge.objects.in_bulk({r["judge_id"] for r in rows})
+    out: dict[int, dict[str, Any]] = {}
+    totals: dict[int, list[Decimal | None]] = {}
+    currencies: dict[int, set[str]] = {}
+    for r in rows:
+        judge = judges[r["judge_id"]]
+        cost = tokens_cost(
+            Prices.of(judge, mode),
+            input_tokens=r["i"] or 0,
+            cached_tokens=r["c"] or 0,
+            output_tokens=r["o"] or 0,
+        )
+        cost = cost if r["known"] else None
+        totals.setdefault(r["run_id"], []).append(cost)
+        currencies.setdefault(r["run_id"], set())
+        if cost is not None:  # as in calls_cost: only priced judges name the currency
+            currencies[r["run_id"]].add(judge.price_currency)
+        entry = out.setdefault(r["run_id"], {"calls": 0})
+        entry["calls"] += r["n"]
+    for run_id, costs in totals.items():
+        same = len(currencies[run_id]) <= 1
+        total = sum(costs, Decimal(0)) if None not in costs and same else None
+        out[run_id]["cost"] = _money(total)
+        out[run_id]["currency"] = next(iter(currencies[run_id]), "") if same else ""
+    return out
+
+
+def costs_markdown(costs: dict[str, Any]) -> list[str]:
+    """Return the report's "Judge calls and cost" section as Markdown lines, from
+    runs_selectors.edition_costs' {"spent", "paid_twice"}; unknown figures are written
+    "unknown", never 0."""
+    spent, twice = costs["spent"], costs["paid_twice"]
+    md = ["", "## Judge calls and cost", ""]
+    if not spent["judges"]:
+        return [*md, "No judge call of this edition's runs is in the ledger."]
+
+    def figure(value: Any, currency: str = "") -> str:
+        return "unknown" if value is None else f"{value} {currency}".strip()
+
+    md += [
+        "| judge | calls paid | usage unknown | input tokens | cached | output tokens | cost |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for j in spent["judges"]:
+        md.append(
+            f"| {j['judge']} | {j['calls']} | {j['unknown_usage']} | {figure(j['input_tokens'])} "
+            f"| {figure(j['cached_tokens'])} | {figure(j['output_tokens'])} "
+            f"| {figure(j['cost'], j['currency'])} |"
+        )
+    md += [
+        "",
+        f"Total: {figure(spent['cost'], spent['currency'])} for {spent['calls']} paid calls, "
+        f"at the live prices set on each judge. Paid twice: "
+        + (
+            f"{twice['calls']} calls, {figure(twice['cost'], twice['currency'])}."
+            if twice["calls"]
+            else "none."
+        ),
+    ]
+    return md + [f"- {n}" for n in spent["notes"]]
