@@ -16,6 +16,7 @@ urlpatterns = [
     path("review/items/<int:item_id>/reassign/", views.item_reassign, name="reassign"),
     path("review/items/<int:item_id>/check/", views.item_check, name="check"),
     path("review/items/<int:item_id>/propose/", views.item_propose, name="propose"),
+    path("review/items/<int:item_id>/decide/", views.item_decide, name="decide"),
     path("review/approvals/", views.approvals, name="approvals"),
     path(
         "review/proposals/<int:proposal_id>/approve/",

@@ -34,6 +34,7 @@ from review.errors import (
 from review.filters import AuditLogFilter, QueueFilters
 from review.forms import (
     CitationCheckForm,
+    DecidePanelForm,
     DecisionForm,
     OutcomeForm,
     ReassignForm,
@@ -222,6 +223,8 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         "rejected": rejected,
         "check_form": forms.get("check_form") or CitationCheckForm(initial=check_initial),
         "outcome_form": forms.get("outcome_form") or OutcomeForm(initial=outcome_initial),
+        "decide_form": forms.get("decide_form")
+        or DecidePanelForm(initial={**outcome_initial, "advance": True}),
         "reassign_form": ReassignForm(initial={"version": item.version}),
         "history": selectors.item_history(item),
         "checks": list(item.checks.all()),
@@ -359,6 +362,56 @@ def item_propose(request: HttpRequest, item_id: int) -> HttpResponse:
     return _form_post(
         request, item_id, OutcomeForm, "review/_outcome_form.html", "outcome_form", run
     )
+
+
+@require_POST
+@requires(permissions.can_view_queue)
+def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
+    """The decision panel's one submit: check and outcome together, then the next item.
+
+    Success: 303 (an htmx client redirect) to the next claimable item of the benchmark,
+    claimed for the user, when `advance` is ticked and one is left; else back to this item.
+    A refused form comes back (fragment for htmx) with 422 and the errors by their fields.
+    """
+    item = _get_item(item_id)
+    form = DecidePanelForm(request.POST)
+    try:
+        if form.is_valid():
+            _check, proposal = services.item_decide(
+                item=item,
+                user=request.user,
+                version=form.cleaned_data["version"],
+                check=form.check_data(),
+                outcome=form.outcome_data(),
+            )
+            qid = item.question.question_id
+            if proposal.is_pending():
+                messages.success(
+                    request,
+                    f"{qid}: check recorded; {proposal.get_action_display().lower()} "
+                    "sent for an editor's approval.",
+                )
+            else:
+                messages.success(request, f"{qid}: check recorded; the key is confirmed.")
+            if form.cleaned_data["advance"]:
+                nxt = services.review_item_claim_next(user=request.user, benchmark=item.benchmark)
+                if nxt is None:
+                    messages.info(request, "Nothing left to claim in the queue.")
+                    return _done(request, reverse("review:queue"))
+                return _done(request, _item_url(nxt))
+            return _done(request, _item_url(item))
+    except NotAllowedError as exc:
+        return _forbidden(request, str(exc))
+    except ConflictError as exc:
+        return _conflict(request, exc, item)
+    except InvalidInputError as exc:
+        add_service_errors(form, exc.errors)
+    except InvalidTransitionError as exc:
+        form.add_error(None, str(exc))
+    context = _item_context(request, item, decide_form=form)
+    if request.htmx:
+        return _vary(render(request, "review/_decision_panel.html", context, status=422))
+    return _vary(render(request, "review/item.html", context, status=422))
 
 
 # ------------------------------------------------------------------ approvals

@@ -206,6 +206,7 @@ HELD_ITEM_ROUTES = {
     "reassign",
     "check",
     "propose",
+    "decide",
     "api-item-release",
     "api-item-renew",
     "api-item-reassign",
@@ -226,6 +227,7 @@ def post_data(route: Route, w: World) -> dict:
         "check": {"version": w.claimed_version, **check},
         "api-item-checks": {"version": w.claimed_version, **check},
         "propose": {"version": w.claimed_version, "action": "confirm"},
+        "decide": {"version": w.claimed_version, **check, "action": "confirm"},
         "api-item-proposals": {"version": w.claimed_version, "action": "confirm"},
         "proposal_reject": {"comment": "The citation is right."},
         "api-proposal-reject": {"comment": "The citation is right."},
@@ -345,6 +347,7 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:reassign": (NO_GET, EDITORS),
     "review:check": (NO_GET, HOLDER),
     "review:propose": (NO_GET, HOLDER),
+    "review:decide": (NO_GET, HOLDER),  # the decision panel: check and outcome together
     "review:approvals": (page(403, 200, 200), NO_POST),
     "review:proposal_approve": (NO_GET, EDITORS),  # the author is the reviewer: four eyes
     "review:proposal_reject": (NO_GET, EDITORS),

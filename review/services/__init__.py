@@ -33,6 +33,7 @@ from review.services.items import (
 )
 from review.services.proposals import (
     citation_check_record,
+    item_decide,
     proposal_approve,
     proposal_create,
     proposal_reject,
@@ -42,6 +43,7 @@ from review.services.proposals import (
 __all__ = [
     "citation_check_record",
     "draft_edition_get_or_create",
+    "item_decide",
     "key_edition_publish",
     "proposal_approve",
     "proposal_create",

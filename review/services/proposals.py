@@ -358,3 +358,47 @@ def proposal_withdraw(*, proposal: Proposal, user) -> Proposal:
         _log_proposal(user, Action.PROPOSAL_WITHDRAW, locked, item, before=before)
         _log_item(user, Action.REVIEW_ITEM_RETURN, item, item_before, proposal=locked.pk)
     return locked
+
+
+def item_decide(
+    *,
+    item: ReviewItem,
+    user,
+    version: int | None,
+    check: dict[str, str],
+    outcome: dict[str, str],
+) -> tuple[CitationCheck, Proposal]:
+    """Record the citation check and the outcome of a claimed item together, atomically.
+
+    The decision panel's one submit (issue 18). `check` holds citation_check_record's
+    fields (locator_exists, supports, edition_in_force, amended, note, source_url);
+    `outcome` holds proposal_create's (action, reason, answer, citation_doc_id,
+    citation_locator, citation_quote, note). Both run in one transaction against the item
+    `version` the page showed: the check bumps the version and the proposal is made
+    against the bumped one, so a refusal of either (InvalidInputError with the field
+    errors of both sets, NotAllowedError, ConflictError, InvalidTransitionError) writes
+    nothing. Each writes its audit-log entries as it does alone. Returns (check, proposal).
+    """
+    errors: dict[str, list[str]] = {}
+    for name, value, choices in (
+        ("locator_exists", check.get("locator_exists", ""), CitationCheck.YesNo),
+        ("supports", check.get("supports", ""), CitationCheck.Supports),
+        ("edition_in_force", check.get("edition_in_force", ""), CitationCheck.InForce),
+        ("amended", check.get("amended", ""), CitationCheck.Amended),
+    ):
+        if value not in choices.values:
+            errors[name] = [f"Choose one of: {', '.join(choices.labels)}."]
+    action = outcome.get("action", "")
+    if action not in Proposal.Action.values:
+        errors["action"] = ["Choose confirm, correction or removal."]
+    elif action != Proposal.Action.CONFIRM and outcome.get("reason") not in KeyEntry.Reason.values:
+        errors["reason"] = ["A correction or removal needs a reason."]
+    if errors:
+        raise InvalidInputError(errors)
+    with transaction.atomic():
+        recorded = citation_check_record(item=item, user=user, version=version, **check)
+        # citation_check_record bumped the locked item's version; the proposal follows it.
+        proposal = proposal_create(
+            item=recorded.item, user=user, version=recorded.item.version, **outcome
+        )
+    return recorded, proposal

@@ -20,6 +20,17 @@ def get(mapping, key):
         return None
 
 
+# The decision panel's outcome shortcuts (issue 18): a = agree (confirm), e = edit
+# (correction), r = removal; the same letters as the old separate outcome form.
+OUTCOME_KEYS = {"confirm": "a", "correct": "e", "remove": "r"}
+
+
+@register.filter
+def outcome_key(action: str) -> str:
+    """The keyboard shortcut letter of an outcome ("confirm" -> "a"); "" if it has none."""
+    return OUTCOME_KEYS.get(action, "")
+
+
 @register.filter
 def citation_problem(detail) -> str:
     """Return a failed citation check's evidence in words (review.citation_checks.describe)."""

@@ -6,6 +6,8 @@
   function typing(el) {
     if (!el) return false;
     var tag = el.tagName;
+    // A focused radio button or checkbox takes no text: shortcuts still work there.
+    if (tag === "INPUT" && (el.type === "radio" || el.type === "checkbox")) return false;
     return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || el.isContentEditable;
   }
   document.addEventListener("keydown", function (event) {

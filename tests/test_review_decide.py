@@ -1,0 +1,183 @@
+"""The decision panel (issue 18, item 1): check and outcome in one atomic service call,
+then the next item; the page endpoint, its refusals and its htmx fragment."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.models import AuditLogEntry
+from review import services
+from review.errors import ConflictError, InvalidInputError, NotAllowedError
+from review.models import CitationCheck, Proposal, ReviewItem
+from tests.factories import ReviewItemFactory
+from tests.review_fixtures import *  # noqa: F403
+
+pytestmark = pytest.mark.django_db
+
+CHECK = {
+    "locator_exists": "yes",
+    "supports": "partly",
+    "edition_in_force": "superseded",
+    "amended": "unknown",
+    "note": "Table renumbered",
+    "source_url": "",
+}
+CORRECTION = {
+    "action": "correct",
+    "reason": "factually_wrong",
+    "answer": "150 mm",
+    "citation_doc_id": "ADA",
+    "citation_locator": "1.3",
+    "citation_quote": "",
+    "note": "Table renumbered",
+}
+
+
+@pytest.fixture
+def items(world):
+    """Two open items of the demo world: q1 (priority 300) above q2 (priority 200)."""
+    return (
+        ReviewItemFactory(question=world.q(1), benchmark=world.benchmark, priority=300),
+        ReviewItemFactory(question=world.q(2), benchmark=world.benchmark, priority=200),
+    )
+
+
+def _written(item) -> tuple[int, int, int]:
+    return (
+        CitationCheck.objects.filter(item=item).count(),
+        Proposal.objects.filter(item=item).count(),
+        AuditLogEntry.objects.exclude(action="review_item.claim").count(),
+    )
+
+
+def test_decide_records_check_and_proposal_together_with_their_log_entries(items, reviewer):
+    item = services.review_item_claim(item=items[0], user=reviewer)
+    version = item.version
+    check, proposal = services.item_decide(
+        item=item, user=reviewer, version=version, check=CHECK, outcome=CORRECTION
+    )
+    assert (check.supports, check.edition_in_force, check.note) == (
+        "partly",
+        "superseded",
+        "Table renumbered",
+    )
+    assert (proposal.action, proposal.answer, proposal.citation_locator) == (
+        "correct",
+        "150 mm",
+        "1.3",
+    )
+    item.refresh_from_db()
+    # one bump for the check, one for the proposal
+    assert (item.status, item.version) == (ReviewItem.Status.PROPOSED, version + 2)
+    actions = list(
+        AuditLogEntry.objects.exclude(action="review_item.claim")
+        .order_by("pk")
+        .values_list("action", flat=True)
+    )
+    assert actions == [
+        "citation_check.record",
+        "review_item.check",
+        "proposal.create",
+        "review_item.propose",
+    ]
+
+
+def test_a_refused_outcome_writes_no_check_either(items, reviewer):
+    item = services.review_item_claim(item=items[0], user=reviewer)
+    before = _written(item)
+    with pytest.raises(InvalidInputError) as exc:
+        services.item_decide(
+            item=item,
+            user=reviewer,
+            version=item.version,
+            check=CHECK,
+            outcome={**CORRECTION, "citation_doc_id": "NOPE"},
+        )
+    assert exc.value.errors == {"citation_doc_id": ["No source document 'NOPE'."]}
+    assert _written(item) == before == (0, 0, 0)
+    item.refresh_from_db()
+    assert item.status == ReviewItem.Status.CLAIMED
+
+
+def test_missing_answers_are_all_named_at_once(items, reviewer):
+    item = services.review_item_claim(item=items[0], user=reviewer)
+    with pytest.raises(InvalidInputError) as exc:
+        services.item_decide(
+            item=item,
+            user=reviewer,
+            version=item.version,
+            check={"locator_exists": "yes"},
+            outcome={"action": "remove"},
+        )
+    assert sorted(exc.value.errors) == ["amended", "edition_in_force", "reason", "supports"]
+
+
+def test_stale_version_and_someone_elses_item_write_nothing(items, reviewer, reviewer2):
+    item = services.review_item_claim(item=items[0], user=reviewer)
+    stale = item.version
+    services.review_item_renew(item=item, user=reviewer)
+    with pytest.raises(ConflictError):
+        services.item_decide(
+            item=item, user=reviewer, version=stale, check=CHECK, outcome={"action": "confirm"}
+        )
+    with pytest.raises(NotAllowedError):
+        services.item_decide(
+            item=item,
+            user=reviewer2,
+            version=item.version,
+            check=CHECK,
+            outcome={"action": "confirm"},
+        )
+    assert _written(item)[:2] == (0, 0)
+
+
+def _post(client, item, **extra):
+    data = {"version": item.version, **CHECK, "action": "confirm", **extra}
+    return client.post(f"/review/items/{item.pk}/decide/", data)
+
+
+def test_decide_page_opens_the_next_item_claimed_or_stays(client, items, reviewer):
+    first = services.review_item_claim(item=items[0], user=reviewer)
+    client.force_login(reviewer)
+    response = _post(client, first, advance="on")
+    assert response.status_code == 303
+    assert response["Location"] == f"/review/items/{items[1].pk}/"
+    second = ReviewItem.objects.get(pk=items[1].pk)
+    assert (second.status, second.claimed_by) == (ReviewItem.Status.CLAIMED, reviewer)
+    # Without "then open the next item" the page stays on the decided item.
+    response = _post(client, second)
+    assert (response.status_code, response["Location"]) == (303, f"/review/items/{second.pk}/")
+
+
+def test_refused_panel_comes_back_as_a_fragment_with_errors_and_what_was_typed(
+    client, items, reviewer
+):
+    item = services.review_item_claim(item=items[0], user=reviewer)
+    client.force_login(reviewer)
+    response = client.post(
+        f"/review/items/{item.pk}/decide/",
+        {"version": item.version, "supports": "yes", "action": "correct", "note": "typed note"},
+        HTTP_HX_REQUEST="true",
+    )
+    body = response.content.decode()
+    assert response.status_code == 422
+    assert "<html" not in body and 'id="decide-panel"' in body
+    assert body.count('class="field check-question has-error"') == 3  # supports was given
+    assert "typed note" in body
+    assert (
+        '<input type="radio" name="supports" value="yes" id="decide_supports_0" required checked>'
+        in body
+    )
+    assert body.count(" checked") == 2  # supports = yes and the outcome "correct": what was typed
+    assert not CitationCheck.objects.filter(item=item).exists()
+
+
+def test_item_page_shows_the_panel_to_the_holder_only(client, items, reviewer, reviewer2):
+    item = services.review_item_claim(item=items[0], user=reviewer)
+    client.force_login(reviewer)
+    body = client.get(f"/review/items/{item.pk}/").content.decode()
+    assert 'id="decide-form"' in body and 'data-key="s"' in body
+    assert 'data-choose-action="confirm" data-key="a"' in body
+    client.force_login(reviewer2)
+    body = client.get(f"/review/items/{item.pk}/").content.decode()
+    assert 'id="decide-form"' not in body
