@@ -266,6 +266,9 @@ SNAGLIST_CONSENSUS_MIN_MODEL_SCORE = number(
     "SNAGLIST_CONSENSUS_MIN_MODEL_SCORE", float, 50.0, minimum=0, maximum=100
 )
 SNAGLIST_CLAIM_MINUTES = number("SNAGLIST_CLAIM_MINUTES", int, 30, minimum=1)
+# Methodology rule 6 asks an editor's approval only for corrections and removals: a
+# confirmation closes its item at once unless this is set (issue 18, item 3).
+SNAGLIST_CONFIRMATION_NEEDS_APPROVAL = flag("SNAGLIST_CONFIRMATION_NEEDS_APPROVAL", default=False)
 SNAGLIST_IMPORT_ERROR_CAP = number("SNAGLIST_IMPORT_ERROR_CAP", int, 200, minimum=1)
 
 # --- Re-scoring workers (scoring.services.tunables, scoring.tasks) -------------

@@ -357,6 +357,8 @@ def item_check(request: HttpRequest, item_id: int) -> HttpResponse:
 def item_propose(request: HttpRequest, item_id: int) -> HttpResponse:
     def run(item, data):
         proposal = services.proposal_create(item=item, user=request.user, **data)
+        if not proposal.is_pending():
+            return "Key confirmed: the item is closed (a confirmation needs no approval)."
         return f"{proposal.get_action_display()} sent for an editor's approval."
 
     return _form_post(

@@ -80,7 +80,11 @@ def build_world() -> World:
     review_services.review_item_claim(item=proposed, user=users["reviewer"])
     proposed.refresh_from_db()
     proposal = review_services.proposal_create(
-        item=proposed, user=users["reviewer"], version=proposed.version, action="confirm"
+        item=proposed,
+        user=users["reviewer"],
+        version=proposed.version,
+        action="remove",  # a confirmation would close at once (issue 18): nothing to approve
+        reason="ungradeable",
     )
     original = KeyEdition.objects.get(benchmark=bench, name="original")
     draft = question_services.key_edition_create(benchmark=bench, name="draft-1", parent=original)

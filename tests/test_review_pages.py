@@ -129,7 +129,9 @@ def test_review_page_shows_everything_needed_to_decide(client, reviewer, db):
     body = client.get(f"/review/items/{item.pk}/").content.decode()
     for key in ("a", "e", "r"):
         assert f'data-key="{key}"' in body
-    assert "Citation check" in body and f'name="version" value="{item.version}"' in body
+    # the decision panel (issue 18) holds the citation questions and the outcome
+    assert "Does the locator exist in that edition?" in body and 'id="decide-form"' in body
+    assert f'name="version" value="{item.version}"' in body
 
 
 def test_review_page_query_count_is_bounded(client, reviewer, django_assert_max_num_queries):

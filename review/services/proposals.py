@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -148,7 +149,11 @@ def proposal_create(
 ) -> Proposal:
     """Propose an outcome for a claimed item: confirm the key, a correction or a removal.
 
-    The item waits for an editor other than the author (rule 6). A correction must
+    A correction or removal waits for an editor other than the author (rule 6). A
+    confirmation changes no key and, unless settings.SNAGLIST_CONFIRMATION_NEEDS_APPROVAL,
+    closes the item as confirmed at once: the proposal is stored with status "recorded"
+    (no editor) and logged as proposal.create and review_item.close; with the setting on it
+    waits for approval like the others. A correction must
     change the answer or the citation and name a known document; corrections and
     removals need a reason. Raises InvalidInputError (field errors), NotAllowedError,
     ConflictError.
@@ -211,6 +216,21 @@ def proposal_create(
             note=note,
         )
         before = _item_state(locked)
+        if action == Proposal.Action.CONFIRM and not settings.SNAGLIST_CONFIRMATION_NEEDS_APPROVAL:
+            # Rule 6 asks approval only for corrections and removals: a confirmation
+            # changes no key, so it closes the item now.
+            proposal.status = Proposal.Status.RECORDED
+            proposal.decided_at = timezone.now()
+            proposal.save(update_fields=["status", "decided_at"])
+            _bump(
+                locked,
+                status=ReviewItem.Status.CONFIRMED,
+                claim_expires_at=None,
+                closed_at=proposal.decided_at,
+            )
+            _log_proposal(user, Action.PROPOSAL_CREATE, proposal, locked, before=None)
+            _log_item(user, Action.REVIEW_ITEM_CLOSE, locked, before, proposal=proposal.pk)
+            return proposal
         _bump(locked, status=ReviewItem.Status.PROPOSED, claim_expires_at=None)
         _log_proposal(user, Action.PROPOSAL_CREATE, proposal, locked, before=None)
         _log_item(user, Action.REVIEW_ITEM_PROPOSE, locked, before, proposal=proposal.pk)

@@ -62,6 +62,7 @@ def status_badge(status: str) -> str:
         "removed": "bad",
         "pending": "warn",
         "approved": "ok",
+        "recorded": "ok",
         "rejected": "bad",
         "draft": "warn",
         "published": "ok",
@@ -114,6 +115,7 @@ STATUS_LABELS = {
     "removed": "removed from scoring",
     "pending": "pending",
     "approved": "approved",
+    "recorded": "recorded without approval",
     "rejected": "rejected",
     "withdrawn": "withdrawn",
 }
