@@ -403,9 +403,9 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
                 return _done(request, _item_url(nxt))
             return _done(request, _item_url(item))
     except NotAllowedError as exc:
-        return _forbidden(request, str(exc))
+        return _refused_panel(request, item, form, str(exc), status=403)
     except ConflictError as exc:
-        return _conflict(request, exc, item)
+        return _refused_panel(request, item, form, str(exc), status=409, conflict=exc)
     except InvalidInputError as exc:
         add_service_errors(form, exc.errors)
     except InvalidTransitionError as exc:
@@ -414,6 +414,28 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
     if request.htmx:
         return _vary(render(request, "review/_decision_panel.html", context, status=422))
     return _vary(render(request, "review/item.html", context, status=422))
+
+
+def _refused_panel(
+    request: HttpRequest,
+    item: ReviewItem,
+    form: DecidePanelForm,
+    message: str,
+    *,
+    status: int,
+    conflict: ConflictError | None = None,
+) -> HttpResponse:
+    """A save refused because the item changed hands or moved on (403/409, issue 18 item 5).
+
+    The panel comes back with what was typed, disabled (nothing can be sent from the stale
+    form), and the reason with a link to reload the item; for htmx only the panel is
+    swapped, otherwise the whole page is shown.
+    """
+    item = _get_item(item.pk)  # as it is now
+    context = _item_context(request, item, decide_form=form)
+    context["refused"] = {"message": message, "conflict": conflict}
+    template = "review/_decision_panel.html" if request.htmx else "review/item.html"
+    return _vary(render(request, template, context, status=status))
 
 
 # ------------------------------------------------------------------ approvals

@@ -124,3 +124,48 @@ def test_queue_to_decision_and_next_item_in_few_keys_and_two_loads(demo, live_se
     print("\ndecide counts (keys, loads):", results)
     # n, 1 1 1 1, a, s = 7; n, 1 1 1 1, e, ArrowDown, Tab, Ctrl+A, Ctrl+Enter = 10
     assert results == {"confirm": (7, 2), "correct": (10, 2)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_save_refused_after_reassignment_keeps_the_typed_panel_disabled(
+    demo,  # noqa: F811
+    live_server,
+    chromium,
+):
+    """Issue 18 item 5 in a browser: the editor reassigns the item while the reviewer types;
+    the submit is refused, the panel stays with what was typed, disabled, focus on the reason."""
+    from review import services
+    from review.models import CitationCheck, ReviewItem
+
+    base = live_server.url
+    shots = Shots("decide-refused")
+    ctx = chromium.new_context(viewport={"width": 1366, "height": 900}, locale="en-GB")
+    page = ctx.new_page()
+    sign_in(page, base, "reviewer", PASSWORD)
+    page.goto(f"{base}/review/?benchmark={BENCHMARK}")
+    with page.expect_navigation():
+        page.keyboard.press("n")
+    page.wait_for_selector("#decide-form")
+    for _ in range(4):
+        page.keyboard.press("1")
+    page.keyboard.press("e")
+    page.keyboard.press("ArrowDown")  # the first reason
+    page.get_by_label("Corrected answer").fill("typed before the reassignment")
+    page.get_by_label("Evidence note").fill("my evidence note")
+    item = ReviewItem.objects.get(pk=_item_pk(page.url))
+    services.review_item_reassign(
+        item=item, user=demo["editor"], assignee=demo["editor2"], version=item.version
+    )
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#decide-refused")
+    shots.take(page, "refused panel keeps what was typed", full_page=False)
+    assert page.evaluate("document.activeElement.id") == "decide-refused"
+    assert "Claimed by editor2" in page.locator("#claim-box").inner_text()  # swapped too
+    assert page.get_by_label("Corrected answer").input_value() == "typed before the reassignment"
+    assert page.get_by_label("Evidence note").input_value() == "my evidence note"
+    assert page.get_by_label("Corrected answer").is_disabled()
+    assert page.get_by_role("button", name=re.compile("Record decision")).is_disabled()
+    page.keyboard.press("Control+Enter")  # nothing is sent from the stale panel
+    page.wait_for_timeout(300)
+    assert not CitationCheck.objects.filter(item=item).exists()
+    ctx.close()

@@ -181,3 +181,55 @@ def test_item_page_shows_the_panel_to_the_holder_only(client, items, reviewer, r
     client.force_login(reviewer2)
     body = client.get(f"/review/items/{item.pk}/").content.decode()
     assert 'id="decide-form"' not in body
+
+
+def test_a_save_refused_after_reassignment_keeps_what_was_typed_disabled(
+    client, items, reviewer, reviewer2, editor
+):
+    """Issue 18 item 5: 403 (the item went to someone else) and 409 (it changed) bring the
+    panel back with the typed answers and note, every field disabled, and the reason."""
+    item = services.review_item_claim(item=items[0], user=reviewer)
+    typed = {
+        "version": item.version,
+        **CHECK,
+        "action": "correct",
+        "reason": "factually_wrong",
+        "answer": "typed answer 150 mm",
+        "note": "typed evidence note",
+    }
+    services.review_item_reassign(item=item, user=editor, assignee=reviewer2, version=item.version)
+    client.force_login(reviewer)
+    response = client.post(f"/review/items/{item.pk}/decide/", typed, HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 403
+    assert "<html" not in body and 'id="decide-panel"' in body
+    assert '<fieldset class="decide-fields" disabled>' in body and "data-stale" in body
+    assert "typed answer 150 mm" in body and "typed evidence note" in body
+    assert "you can no longer decide on this item" in body
+    # the claim box is swapped out of band: it no longer says "You hold this item"
+    assert 'id="claim-box" hx-swap-oob="true"' in body
+    assert "Claimed by <strong>reviewer2</strong>" in body
+    assert not CitationCheck.objects.filter(item=item).exists()
+    # Without htmx the whole page comes back, the panel in it refused the same way.
+    full = client.post(f"/review/items/{item.pk}/decide/", typed)
+    page = full.content.decode()
+    assert full.status_code == 403 and "<html" in page
+    assert '<fieldset class="decide-fields" disabled>' in page and "typed evidence note" in page
+
+
+def test_a_stale_panel_gets_409_with_what_changed_and_what_was_typed(client, items, reviewer):
+    item = services.review_item_claim(item=items[0], user=reviewer)
+    stale = item.version
+    services.review_item_renew(item=item, user=reviewer)
+    client.force_login(reviewer)
+    response = client.post(
+        f"/review/items/{item.pk}/decide/",
+        {"version": stale, **CHECK, "action": "confirm", "note": "typed before the renewal"},
+        HTTP_HX_REQUEST="true",
+    )
+    body = response.content.decode()
+    assert response.status_code == 409
+    assert "this item changed since you opened it" in body
+    assert "<li><strong>reviewer</strong> review_item.renew → claimed (reviewer)</li>" in body
+    assert '<fieldset class="decide-fields" disabled>' in body
+    assert "typed before the renewal" in body

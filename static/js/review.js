@@ -61,7 +61,7 @@
   }
   document.addEventListener("keydown", function (event) {
     var form = document.getElementById("decide-form");
-    if (!form) return;
+    if (!form || form.hasAttribute("data-stale")) return;  // a refused, disabled panel
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
       form.requestSubmit();
@@ -94,7 +94,10 @@
     var decide = document.getElementById("decide-form");
     showOutcomeFields(decide);
     markCurrent(decide);
-    if (decide) focusFirstError(decide);
+    if (decide && decide.hasAttribute("data-stale")) {
+      var refused = document.getElementById("decide-refused");
+      if (refused) refused.focus();
+    } else if (decide) focusFirstError(decide);
   }
   document.addEventListener("DOMContentLoaded", init);
   document.addEventListener("htmx:afterSwap", init);
