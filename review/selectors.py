@@ -273,6 +273,8 @@ class ModelRow:
     response: str
     grades: dict[str, int | None] = field(default_factory=dict)
     flags: dict[str, str] = field(default_factory=dict)
+    # each judge's rationale for its grade (issue 18 item 2), in judge order; "" if none
+    rationales: dict[str, str] = field(default_factory=dict)
 
     @property
     def agreed(self) -> int | None:
@@ -366,7 +368,10 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
 
 
 def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], list[ModelRow]]:
-    """Return (judge ids, one row per response with each judge's grade on `entry`) in two queries."""
+    """Return (judge ids, one row per response with each judge's grade on `entry`) in two queries.
+
+    Each row carries the judges' grades, flag reasons and rationales keyed by judge id.
+    """
     judges = list(
         Judge.objects.filter(benchmark_id=question.benchmark_id, role=Judge.Role.JUDGE)
         .order_by("judge_id")
@@ -384,11 +389,14 @@ def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], l
                 response_id__in=list(rows), key_entry=entry, judge__role=Judge.Role.JUDGE
             )
             .order_by("judge__judge_id")
-            .values_list("response_id", "judge__judge_id", "grade", "flag", "flag_reason")
+            .values_list(
+                "response_id", "judge__judge_id", "grade", "flag", "flag_reason", "rationale"
+            )
         )
-        for response_id, judge_id, grade, flag, flag_reason in grades:
+        for response_id, judge_id, grade, flag, flag_reason, rationale in grades:
             row = rows[response_id]
             row.grades[judge_id] = grade
+            row.rationales[judge_id] = rationale
             if flag:
                 row.flags[judge_id] = flag_reason or "flagged"
     for row in rows.values():

@@ -146,6 +146,17 @@ def test_a_save_refused_after_reassignment_keeps_the_typed_panel_disabled(
     with page.expect_navigation():
         page.keyboard.press("n")
     page.wait_for_selector("#decide-form")
+    # "Expand all responses" (x) opens every response with the judges' reasons (item 2).
+    page.keyboard.press("x")
+    opened = page.evaluate(
+        "[...document.querySelectorAll('details.response-details')].map(d => d.open)"
+    )
+    assert opened and all(opened), opened
+    assert page.locator(".rationales dd").first.is_visible()
+    page.keyboard.press("x")
+    assert not any(
+        page.evaluate("[...document.querySelectorAll('details.response-details')].map(d => d.open)")
+    )
     for _ in range(4):
         page.keyboard.press("1")
     page.keyboard.press("e")

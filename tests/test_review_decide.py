@@ -233,3 +233,21 @@ def test_a_stale_panel_gets_409_with_what_changed_and_what_was_typed(client, ite
     assert "<li><strong>reviewer</strong> review_item.renew → claimed (reviewer)</li>" in body
     assert '<fieldset class="decide-fields" disabled>' in body
     assert "typed before the renewal" in body
+
+
+def test_each_grade_rationale_is_on_the_page_inside_its_response(client, world, items, reviewer):
+    """Issue 18 item 2: every judge's rationale is shown (keyboard-reachable: inside the
+    response's <details>, whose <summary> takes focus), with an "expand all" control."""
+    from scoring.models import Grade
+
+    grades = Grade.objects.filter(response__question=world.q(1), key_entry__isnull=False)
+    assert grades.count() >= 2
+    for g in grades:
+        g.rationale = f"because {g.judge.judge_id} read {g.response.model.model_id}"
+        g.save(update_fields=["rationale"])
+    client.force_login(reviewer)
+    body = client.get(f"/review/items/{items[0].pk}/").content.decode()
+    for g in grades:
+        assert f"because {g.judge.judge_id} read {g.response.model.model_id}" in body
+    assert body.count('<details class="response-details">') == world.q(1).responses.count()
+    assert 'data-expand-all data-key="x" aria-expanded="false"' in body

@@ -38,6 +38,15 @@
       first.scrollIntoView({ block: "nearest" });
     }
   });
+  // "Expand all responses" (issue 18): open or close every response with its judges' reasons.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-expand-all]");
+    if (!button) return;
+    var open = button.getAttribute("aria-expanded") !== "true";
+    document.querySelectorAll("details.response-details").forEach(function (d) { d.open = open; });
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    button.firstChild.textContent = open ? "Collapse all responses " : "Expand all responses ";
+  });
   document.addEventListener("change", function (event) {
     if (event.target.name === "action") showOutcomeFields(event.target.form);
     var decide = document.getElementById("decide-form");
