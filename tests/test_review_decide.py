@@ -251,3 +251,41 @@ def test_each_grade_rationale_is_on_the_page_inside_its_response(client, world, 
         assert f"because {g.judge.judge_id} read {g.response.model.model_id}" in body
     assert body.count('<details class="response-details">') == world.q(1).responses.count()
     assert 'data-expand-all data-key="x" aria-expanded="false"' in body
+
+
+def test_locators_sort_in_reading_order_not_as_text():
+    from questions.sources import locator_sort_key
+
+    locs = ["5.13", "3.59", "3.61", "3.60", "2.10", "2.9", "Table 2.1", "2.1", "A1.1", "x y"]
+    assert sorted(locs, key=locator_sort_key) == [
+        "2.1",
+        "Table 2.1",
+        "2.9",
+        "2.10",
+        "3.59",
+        "3.60",
+        "3.61",
+        "5.13",
+        "A1.1",
+        "x y",
+    ]
+
+
+def test_neighbouring_passages_follow_reading_order_and_open_in_place(
+    client, world, items, reviewer
+):
+    """Issue 18 item 2: the file lists the sections backwards (position = 100 - i); the
+    neighbours of 1.1 are still 1.0 and 1.2, each with its text in a <details>."""
+    from questions.models import Section
+
+    for s in Section.objects.filter(document__doc_id="ADA"):
+        s.position = 100 - int(s.locator.split(".")[1])
+        s.save(update_fields=["position"])
+    client.force_login(reviewer)
+    body = client.get(f"/review/items/{items[0].pk}/").content.decode()  # q(1) cites ADA 1.1
+    prev_at = body.index("← Previous: <strong>1.0</strong>")
+    next_at = body.index("Next: <strong>1.2</strong>")
+    assert prev_at < next_at
+    assert "Paragraph 0: the minimum bearing is 100 mm" in body[prev_at:next_at]
+    assert "Paragraph 2: the minimum bearing is 102 mm" in body[next_at:]
+    assert body.count('<details class="neighbour">') == 2

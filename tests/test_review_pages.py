@@ -116,7 +116,8 @@ def test_review_page_shows_everything_needed_to_decide(client, reviewer, db):
     assert "102 mm" in body  # key answer
     assert "<mark>minimum bearing is 102 mm</mark>" in body  # quote highlighted in the passage
     assert "2004 edition incorporating 2013 amendments" in body and "Current" in body
-    assert "← 1.1" in body and "1.3 →" in body  # neighbouring locators
+    # neighbouring passages, in reading order, open in place (issue 18)
+    assert "← Previous: <strong>1.1</strong>" in body and "Next: <strong>1.3</strong>" in body
     assert 'a2</strong> <span class="badge bad">Wrong</span> a2 says wrong' in body
     assert "Key cites a withdrawn clause" in body
     assert "4 of 5 models graded 0 by both judges" in body
