@@ -64,6 +64,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "config.middleware.LoginRequiredMiddleware",
+    # After the login check (anonymous users still go to the login page first).
+    "config.middleware.BadQueryMiddleware",
     # Last, as django-axes asks: it turns a lock-out into the response below.
     "axes.middleware.AxesMiddleware",
 ]

@@ -681,6 +681,6 @@ def scorecard(request: HttpRequest, benchmark: str) -> HttpResponse:
 
     bench = get_object_or_404(Benchmark, name=benchmark)
     ctx = {"benchmark": bench, "card": detector_scorecard(bench)}
-    partial = request.htmx and not request.htmx.boosted
+    partial = request.htmx and not (request.htmx.boosted or request.htmx.history_restore_request)
     template = "review/_scorecard.html" if partial else "review/scorecard.html"
     return _vary(render(request, template, ctx))

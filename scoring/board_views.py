@@ -309,7 +309,7 @@ def leaderboard(request: HttpRequest, benchmark: str) -> HttpResponse:
     )
     template = (
         "scoring/leaderboard_board.html"
-        if request.htmx and not request.htmx.boosted
+        if request.htmx and not (request.htmx.boosted or request.htmx.history_restore_request)
         else "scoring/leaderboard.html"
     )
     response = render(request, template, ctx)
@@ -393,7 +393,7 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
     }
     template = (
         "scoring/report_body.html"
-        if request.htmx and not request.htmx.boosted
+        if request.htmx and not (request.htmx.boosted or request.htmx.history_restore_request)
         else "scoring/report.html"
     )
     response = render(request, template, ctx)
