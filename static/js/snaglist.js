@@ -83,4 +83,26 @@
     var box = document.getElementById("request-error");
     if (box) box.remove();
   });
+  // A table wider than its box gets a visible hint and an edge shadow (issue 18): the
+  // scroller was unmarked, so columns past the edge went unnoticed.
+  function markScrollers() {
+    document.querySelectorAll(".table-wrap").forEach(function (wrap) {
+      var scrolls = wrap.scrollWidth > wrap.clientWidth + 1;
+      wrap.classList.toggle("scrolls", scrolls);
+      var hint = wrap.previousElementSibling;
+      var has = hint && hint.classList.contains("scroll-hint");
+      if (scrolls && !has) {
+        hint = document.createElement("p");
+        hint.className = "scroll-hint";
+        hint.textContent = "Scroll sideways for more columns →";
+        wrap.parentNode.insertBefore(hint, wrap);
+        if (!wrap.hasAttribute("tabindex")) wrap.setAttribute("tabindex", "0");
+      } else if (!scrolls && has) {
+        hint.remove();
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", markScrollers);
+  document.addEventListener("htmx:afterSettle", markScrollers);
+  window.addEventListener("resize", markScrollers);
 })();
