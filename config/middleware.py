@@ -114,3 +114,47 @@ def csp_with(**directives: str):
         return wrapped
 
     return decorate
+
+
+class BadQueryMiddleware:
+    """Answer 400, naming the parameter, for a query string no filter can take (issue 18).
+
+    A NUL character (``%00``) or another control character in a query parameter's name or
+    value reached PostgreSQL, which refuses NUL in text, and came back as a 500
+    (``/review/?q=%00``, ``/log/?actor=%00``). Every page and API route is covered here,
+    once, before any view runs. Tab, newline and carriage return are allowed (a pasted
+    search may hold them). htmx requests get the message alone (review.js lets htmx swap
+    4xx error fragments it knows; snaglist.js shows it otherwise).
+    """
+
+    BAD = frozenset(chr(c) for c in range(32)) - {"\t", "\n", "\r"} | {"\x7f"}
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        for name, values in request.GET.lists():
+            for text in (name, *values):
+                bad = next((ch for ch in text if ch in self.BAD), None)
+                if bad is not None:
+                    return self._refuse(request, name, bad)
+        return self.get_response(request)
+
+    @staticmethod
+    def _refuse(request, name: str, bad: str) -> HttpResponse:
+        from django.shortcuts import render
+
+        shown = name.encode("unicode_escape").decode("ascii")
+        message = (
+            f"The value of the filter “{shown}” contains the control character "
+            f"U+{ord(bad):04X}, which no filter accepts. Remove it from the address and "
+            "try again."
+        )
+        if request.path.startswith("/api/"):
+            from django.http import JsonResponse
+
+            return JsonResponse({"detail": message, "parameter": shown}, status=400)
+        template = (
+            "400_fragment.html" if request.headers.get("HX-Request") == "true" else "400.html"
+        )
+        return render(request, template, {"message": message}, status=400)

@@ -65,6 +65,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "config.middleware.LoginRequiredMiddleware",
+    # After the login check (anonymous users still go to the login page first).
+    "config.middleware.BadQueryMiddleware",
     # Last, as django-axes asks: it turns a lock-out into the response below.
     "axes.middleware.AxesMiddleware",
 ]
@@ -285,6 +287,9 @@ SNAGLIST_READER_REPORTS_PER_ADDRESS = number(
 SNAGLIST_READER_REPORTS_PER_BENCHMARK = number(
     "SNAGLIST_READER_REPORTS_PER_BENCHMARK", int, 100, minimum=1
 )
+# Methodology rule 6 asks an editor's approval only for corrections and removals: a
+# confirmation closes its item at once unless this is set (issue 18, item 3).
+SNAGLIST_CONFIRMATION_NEEDS_APPROVAL = flag("SNAGLIST_CONFIRMATION_NEEDS_APPROVAL", default=False)
 SNAGLIST_IMPORT_ERROR_CAP = number("SNAGLIST_IMPORT_ERROR_CAP", int, 200, minimum=1)
 
 # --- Re-scoring workers (scoring.services.tunables, scoring.tasks) -------------

@@ -237,6 +237,34 @@ def _key(num: str) -> tuple[int, int, int, int] | None:
     return app, major, ord(m["sub"]) - 64 if m["sub"] else 0, minor
 
 
+_KIND_RANK = {"": 0, "Table": 1, "Diagram": 2, "Figure": 3}
+
+
+def locator_sort_key(locator: str) -> tuple:
+    """Return a key that sorts a document's locators in reading order (issue 18).
+
+    Numbers compare as numbers: ``3.59 < 3.60 < 5.13`` and ``2.9 < 2.10`` (a file may
+    list them in any order). The key is (0, appendix, chapter, sub-letter, number,
+    kind, part letter) for a parseable locator: appendix A after the main text, a
+    paragraph before a Table, Diagram or Figure of the same number, ``Diagram 2.1a``
+    after ``Diagram 2.1``. A locator that does not parse (blank, free text) sorts after
+    all of those, by its text: (1, text). Never raises.
+    """
+    try:
+        norm = normalise_locator(locator)
+    except ValueError:
+        return (1, locator or "")
+    m = _LOC_SPLIT.match(norm)
+    kind, num = (m["kind"] or "", m["num"]) if m else ("", norm)
+    key = _key(num)
+    if key is None:
+        return (1, norm)
+    parts = _NUM_PARTS.match(num)
+    app, major, sub, minor = key
+    # an appendix (A1.1) comes after every numbered chapter of the main text
+    return (0, app, major, sub, minor, _KIND_RANK.get(kind, 4), parts["suf"] or "")
+
+
 def normalise_locator(s: str) -> str:
     """Return the canonical form of a cited locator.
 

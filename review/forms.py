@@ -75,6 +75,54 @@ class OutcomeForm(VersionedForm):
     note = forms.CharField(label="Note", required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
 
+class DecidePanelForm(VersionedForm):
+    """The decision panel (issue 18): the citation check and the outcome in one submit.
+
+    Field names are those of CitationCheckForm and OutcomeForm; the one note goes with both
+    the check and the proposal. `advance` (ticked by default on the page) opens the next
+    claimable item afterwards; unticked, the page stays on this item. Ids are prefixed
+    `decide_`. check_data() and outcome_data() split cleaned_data for
+    review.services.item_decide.
+    """
+
+    CHECK_FIELDS = ("locator_exists", "supports", "edition_in_force", "amended")
+    OUTCOME_FIELDS = (
+        "action",
+        "reason",
+        "answer",
+        "citation_doc_id",
+        "citation_locator",
+        "citation_quote",
+    )
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "decide_%s")
+        super().__init__(*args, **kwargs)
+
+    locator_exists = CitationCheckForm.base_fields["locator_exists"]
+    supports = CitationCheckForm.base_fields["supports"]
+    edition_in_force = CitationCheckForm.base_fields["edition_in_force"]
+    amended = CitationCheckForm.base_fields["amended"]
+    action = OutcomeForm.base_fields["action"]
+    reason = OutcomeForm.base_fields["reason"]
+    answer = OutcomeForm.base_fields["answer"]
+    citation_doc_id = OutcomeForm.base_fields["citation_doc_id"]
+    citation_locator = OutcomeForm.base_fields["citation_locator"]
+    citation_quote = OutcomeForm.base_fields["citation_quote"]
+    note = forms.CharField(
+        label="Evidence note", required=False, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    advance = forms.BooleanField(label="Then open the next item", required=False)
+
+    def check_data(self) -> dict[str, str]:
+        data = self.cleaned_data
+        return {**{f: data[f] for f in self.CHECK_FIELDS}, "note": data["note"]}
+
+    def outcome_data(self) -> dict[str, str]:
+        data = self.cleaned_data
+        return {**{f: data[f] for f in self.OUTCOME_FIELDS}, "note": data["note"]}
+
+
 class DecisionForm(forms.Form):
     comment = forms.CharField(
         label="Comment", required=False, widget=forms.Textarea(attrs={"rows": 2})

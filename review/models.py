@@ -223,6 +223,9 @@ class Proposal(models.Model):
         APPROVED = "approved", "Approved"
         REJECTED = "rejected", "Rejected"
         WITHDRAWN = "withdrawn", "Withdrawn"
+        # A confirmation that took effect without an editor (rule 6 asks approval only for
+        # corrections and removals; SNAGLIST_CONFIRMATION_NEEDS_APPROVAL turns this off).
+        RECORDED = "recorded", "Recorded (no approval needed)"
 
     item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="proposals")
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -266,7 +269,8 @@ class Proposal(models.Model):
             models.CheckConstraint(
                 condition=Q(status="pending", decided_by__isnull=True)
                 | Q(status="withdrawn")
-                | Q(status__in=["approved", "rejected"], decided_by__isnull=False),
+                | Q(status__in=["approved", "rejected"], decided_by__isnull=False)
+                | Q(status="recorded", action="confirm", decided_by__isnull=True),
                 name="proposal_decision_has_editor",
             ),
             models.CheckConstraint(

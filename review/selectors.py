@@ -273,6 +273,8 @@ class ModelRow:
     response: str
     grades: dict[str, int | None] = field(default_factory=dict)
     flags: dict[str, str] = field(default_factory=dict)
+    # each judge's rationale for its grade (issue 18 item 2), in judge order; "" if none
+    rationales: dict[str, str] = field(default_factory=dict)
 
     @property
     def agreed(self) -> int | None:
@@ -297,18 +299,25 @@ class Passage:
     document_known: bool = True
     indexed: bool = True  # the document has passages; False: the citation is not checked
 
+    @property
+    def neighbours(self) -> list[tuple[Section | None, str]]:
+        """[(previous section or None, "previous"), (next section or None, "next")]."""
+        return [(self.previous, "previous"), (self.next, "next")]
+
 
 def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     """Return the cited passage with the quote split out for highlighting, or None.
 
     When the locator is not found, `nearest` lists the locators it probably meant
-    (questions.sources.nearest_locators). Where the quote is not in the passage,
+    (questions.sources.nearest_locators). `previous` and `next` are the neighbouring
+    sections in reading order (questions.sources.locator_sort_key), with their text.
+    Where the quote is not in the passage,
     `quote_elsewhere` names the passages that hold it (questions.passages.locate_quote,
     the function triage's citation checks use too).
     """
     from questions.passages import locate_quote
     from questions.selectors import section_for_locator
-    from questions.sources import nearest_locators
+    from questions.sources import locator_sort_key, nearest_locators
 
     if entry is None or not entry.has_citation:
         return None
@@ -345,28 +354,28 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
             passage.quote = section.text[start:end]
             passage.after = section.text[end:]
             passage.quote_found = True
-    siblings = Section.objects.filter(document=document).only(
-        "id", "locator", "position", "document_id"
+    # Neighbours in reading order (questions.sources.locator_sort_key: 3.59, 3.60, 3.61),
+    # not file order; their text is shown in place on the page.
+    order = sorted(
+        Section.objects.filter(document=document).values_list("id", "locator", "position"),
+        key=lambda row: (locator_sort_key(row[1]), row[2], row[0]),
     )
-    passage.previous = (
-        siblings.filter(
-            Q(position__lt=section.position) | Q(position=section.position, id__lt=section.id)
-        )
-        .order_by("-position", "-id")
-        .first()
-    )
-    passage.next = (
-        siblings.filter(
-            Q(position__gt=section.position) | Q(position=section.position, id__gt=section.id)
-        )
-        .order_by("position", "id")
-        .first()
-    )
+    at = next(i for i, row in enumerate(order) if row[0] == section.pk)
+    wanted = {
+        "previous": order[at - 1][0] if at > 0 else None,
+        "next": order[at + 1][0] if at + 1 < len(order) else None,
+    }
+    texts = Section.objects.in_bulk([pk for pk in wanted.values() if pk is not None])
+    passage.previous = texts.get(wanted["previous"])
+    passage.next = texts.get(wanted["next"])
     return passage
 
 
 def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], list[ModelRow]]:
-    """Return (judge ids, one row per response with each judge's grade on `entry`) in two queries."""
+    """Return (judge ids, one row per response with each judge's grade on `entry`) in two queries.
+
+    Each row carries the judges' grades, flag reasons and rationales keyed by judge id.
+    """
     judges = list(
         Judge.objects.filter(benchmark_id=question.benchmark_id, role=Judge.Role.JUDGE)
         .order_by("judge_id")
@@ -384,11 +393,14 @@ def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], l
                 response_id__in=list(rows), key_entry=entry, judge__role=Judge.Role.JUDGE
             )
             .order_by("judge__judge_id")
-            .values_list("response_id", "judge__judge_id", "grade", "flag", "flag_reason")
+            .values_list(
+                "response_id", "judge__judge_id", "grade", "flag", "flag_reason", "rationale"
+            )
         )
-        for response_id, judge_id, grade, flag, flag_reason in grades:
+        for response_id, judge_id, grade, flag, flag_reason, rationale in grades:
             row = rows[response_id]
             row.grades[judge_id] = grade
+            row.rationales[judge_id] = rationale
             if flag:
                 row.flags[judge_id] = flag_reason or "flagged"
     for row in rows.values():

@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from review import views
+from review import edition_views, views
 
 app_name = "review"
 
@@ -17,6 +17,7 @@ urlpatterns = [
     path("review/items/<int:item_id>/check/", views.item_check, name="check"),
     path("review/items/<int:item_id>/propose/", views.item_propose, name="propose"),
     path("review/reports/<int:report_id>/spam/", views.reader_report_spam, name="report_spam"),
+    path("review/items/<int:item_id>/decide/", views.item_decide, name="decide"),
     path("review/approvals/", views.approvals, name="approvals"),
     path(
         "review/proposals/<int:proposal_id>/approve/",
@@ -26,13 +27,15 @@ urlpatterns = [
     path(
         "review/proposals/<int:proposal_id>/reject/", views.proposal_reject, name="proposal_reject"
     ),
-    path("editions/", views.editions_index, name="editions_index"),
-    path("editions/<slug:benchmark>/", views.editions, name="editions"),
-    path("editions/<slug:benchmark>/<slug:name>/", views.edition_detail, name="edition"),
-    path("editions/<slug:benchmark>/<slug:name>/key/", views.edition_key, name="edition_key"),
+    path("editions/", edition_views.editions_index, name="editions_index"),
+    path("editions/<slug:benchmark>/", edition_views.editions, name="editions"),
+    path("editions/<slug:benchmark>/<slug:name>/", edition_views.edition_detail, name="edition"),
+    path(
+        "editions/<slug:benchmark>/<slug:name>/key/", edition_views.edition_key, name="edition_key"
+    ),
     path(
         "editions/<slug:benchmark>/<slug:name>/publish/",
-        views.edition_publish,
+        edition_views.edition_publish,
         name="edition_publish",
     ),
     path("log/", views.log, name="log"),

@@ -12,17 +12,14 @@ from functools import wraps
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from core.actions import Action
-from core.roles import Role, has_role
-from questions.models import AuditExclusion, Benchmark, KeyEdition, Question
+from questions.models import AuditExclusion, Benchmark, Question
 from review import permissions, selectors, services
 from review.errors import (
     ConflictError,
@@ -34,6 +31,7 @@ from review.errors import (
 from review.filters import AuditLogFilter, QueueFilters
 from review.forms import (
     CitationCheckForm,
+    DecidePanelForm,
     DecisionForm,
     OutcomeForm,
     ReassignForm,
@@ -41,28 +39,9 @@ from review.forms import (
     add_service_errors,
 )
 from review.models import Proposal, ReaderReport, ReviewItem, Source
-from scoring.models import RescoreRequest
+from review.view_helpers import done, forbidden, query_without_page, requires, vary
 
 PAGE_SIZE = 50
-
-
-def _forbidden(request: HttpRequest, message: str) -> HttpResponse:
-    """403 with the reason: a page, or for an htmx request a fragment that replaces the form
-    (static/js/review.js lets htmx swap 403), so a save refused because the item was
-    reassigned meanwhile says so instead of doing nothing."""
-    if request.htmx:
-        reload_url = request.headers.get("HX-Current-URL") or request.path
-        return _vary(
-            render(
-                request,
-                "review/_forbidden.html",
-                {"message": message, "reload_url": reload_url},
-                status=403,
-            )
-        )
-    return render(
-        request, "review/error.html", {"title": "Not allowed", "message": message}, status=403
-    )
 
 
 def _conflict(request: HttpRequest, exc: ConflictError, item: ReviewItem) -> HttpResponse:
@@ -72,35 +51,6 @@ def _conflict(request: HttpRequest, exc: ConflictError, item: ReviewItem) -> Htt
         {"title": "This item changed", "message": str(exc), "conflict": exc, "item": item},
         status=409,
     )
-
-
-def requires(check):
-    """Refuse (403) a user for whom `check(user)` is false: the permissions module decides."""
-
-    def decorator(view):
-        @wraps(view)
-        def wrapped(request, *args, **kwargs):
-            if not check(request.user):
-                return _forbidden(request, "Your role does not allow this page or action.")
-            return view(request, *args, **kwargs)
-
-        return wrapped
-
-    return decorator
-
-
-def _vary(response: HttpResponse) -> HttpResponse:
-    patch_vary_headers(response, ("HX-Request",))
-    return response
-
-
-def _done(request: HttpRequest, url: str) -> HttpResponse:
-    """After a successful POST: a client redirect for htmx, 303 otherwise."""
-    if request.htmx:
-        return HttpResponseClientRedirect(url)
-    response = HttpResponseRedirect(url)
-    response.status_code = 303  # See Other: the POST's result is another page
-    return response
 
 
 def _item_url(item) -> str:
@@ -132,20 +82,14 @@ def queue(request: HttpRequest) -> HttpResponse:
         "counts": counts,
         "statuses": ReviewItem.Status.choices,
         "sources": Source.choices,
-        "query": _query_without_page(request),
+        "query": query_without_page(request),
         "can_claim": can_claim,
     }
     partial = request.htmx and not request.htmx.history_restore_request
     if partial:
-        return _vary(render(request, "review/_queue_results.html", context))
+        return vary(render(request, "review/_queue_results.html", context))
     context["choices"] = selectors.filter_choices()
-    return _vary(render(request, "review/queue.html", context))
-
-
-def _query_without_page(request: HttpRequest) -> str:
-    params = request.GET.copy()
-    params.pop("page", None)
-    return params.urlencode()
+    return vary(render(request, "review/queue.html", context))
 
 
 @require_POST
@@ -160,9 +104,9 @@ def queue_next(request: HttpRequest) -> HttpResponse:
     )
     if item is None:
         messages.info(request, "Nothing left to claim in the queue.")
-        return _done(request, reverse("review:queue"))
+        return done(request, reverse("review:queue"))
     messages.success(request, f"You claimed {item.question.question_id}.")
-    return _done(request, _item_url(item))
+    return done(request, _item_url(item))
 
 
 # ------------------------------------------------------------------ the review page
@@ -222,6 +166,8 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         "rejected": rejected,
         "check_form": forms.get("check_form") or CitationCheckForm(initial=check_initial),
         "outcome_form": forms.get("outcome_form") or OutcomeForm(initial=outcome_initial),
+        "decide_form": forms.get("decide_form")
+        or DecidePanelForm(initial={**outcome_initial, "advance": True}),
         "reassign_form": ReassignForm(initial={"version": item.version}),
         "history": selectors.item_history(item),
         "checks": list(item.checks.all()),
@@ -264,7 +210,7 @@ def _item_action(action):
         try:
             message = action(request, item)
         except NotAllowedError as exc:
-            return _forbidden(request, str(exc))
+            return forbidden(request, str(exc))
         except ConflictError as exc:
             return _conflict(request, exc, item)
         except InvalidInputError as exc:
@@ -274,7 +220,7 @@ def _item_action(action):
         else:
             if message:
                 messages.success(request, message)
-        return _done(request, _safe_next(request) or _item_url(item))
+        return done(request, _safe_next(request) or _item_url(item))
 
     return require_POST(requires(permissions.can_view_queue)(view))
 
@@ -322,9 +268,9 @@ def _form_post(request, item_id, form_class, template, form_key, run):
         if form.is_valid():
             message = run(item, form.cleaned_data)
             messages.success(request, message)
-            return _done(request, _item_url(item))
+            return done(request, _item_url(item))
     except NotAllowedError as exc:
-        return _forbidden(request, str(exc))
+        return forbidden(request, str(exc))
     except ConflictError as exc:
         return _conflict(request, exc, item)
     except InvalidInputError as exc:
@@ -335,8 +281,8 @@ def _form_post(request, item_id, form_class, template, form_key, run):
     status = 422
     if request.htmx:
         context["form"] = form
-        return _vary(render(request, template, context, status=status))
-    return _vary(render(request, "review/item.html", context, status=status))
+        return vary(render(request, template, context, status=status))
+    return vary(render(request, "review/item.html", context, status=status))
 
 
 @require_POST
@@ -356,11 +302,85 @@ def item_check(request: HttpRequest, item_id: int) -> HttpResponse:
 def item_propose(request: HttpRequest, item_id: int) -> HttpResponse:
     def run(item, data):
         proposal = services.proposal_create(item=item, user=request.user, **data)
+        if not proposal.is_pending():
+            return "Key confirmed: the item is closed (a confirmation needs no approval)."
         return f"{proposal.get_action_display()} sent for an editor's approval."
 
     return _form_post(
         request, item_id, OutcomeForm, "review/_outcome_form.html", "outcome_form", run
     )
+
+
+@require_POST
+@requires(permissions.can_view_queue)
+def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
+    """The decision panel's one submit: check and outcome together, then the next item.
+
+    Success: 303 (an htmx client redirect) to the next claimable item of the benchmark,
+    claimed for the user, when `advance` is ticked and one is left; else back to this item.
+    A refused form comes back (fragment for htmx) with 422 and the errors by their fields.
+    """
+    item = _get_item(item_id)
+    form = DecidePanelForm(request.POST)
+    try:
+        if form.is_valid():
+            _check, proposal = services.item_decide(
+                item=item,
+                user=request.user,
+                version=form.cleaned_data["version"],
+                check=form.check_data(),
+                outcome=form.outcome_data(),
+            )
+            qid = item.question.question_id
+            if proposal.is_pending():
+                messages.success(
+                    request,
+                    f"{qid}: check recorded; {proposal.get_action_display().lower()} "
+                    "sent for an editor's approval.",
+                )
+            else:
+                messages.success(request, f"{qid}: check recorded; the key is confirmed.")
+            if form.cleaned_data["advance"]:
+                nxt = services.review_item_claim_next(user=request.user, benchmark=item.benchmark)
+                if nxt is None:
+                    messages.info(request, "Nothing left to claim in the queue.")
+                    return done(request, reverse("review:queue"))
+                return done(request, _item_url(nxt))
+            return done(request, _item_url(item))
+    except NotAllowedError as exc:
+        return _refused_panel(request, item, form, str(exc), status=403)
+    except ConflictError as exc:
+        return _refused_panel(request, item, form, str(exc), status=409, conflict=exc)
+    except InvalidInputError as exc:
+        add_service_errors(form, exc.errors)
+    except InvalidTransitionError as exc:
+        form.add_error(None, str(exc))
+    context = _item_context(request, item, decide_form=form)
+    if request.htmx:
+        return vary(render(request, "review/_decision_panel.html", context, status=422))
+    return vary(render(request, "review/item.html", context, status=422))
+
+
+def _refused_panel(
+    request: HttpRequest,
+    item: ReviewItem,
+    form: DecidePanelForm,
+    message: str,
+    *,
+    status: int,
+    conflict: ConflictError | None = None,
+) -> HttpResponse:
+    """A save refused because the item changed hands or moved on (403/409, issue 18 item 5).
+
+    The panel comes back with what was typed, disabled (nothing can be sent from the stale
+    form), and the reason with a link to reload the item; for htmx only the panel is
+    swapped, otherwise the whole page is shown.
+    """
+    item = _get_item(item.pk)  # as it is now
+    context = _item_context(request, item, decide_form=form)
+    context["refused"] = {"message": message, "conflict": conflict}
+    template = "review/_decision_panel.html" if request.htmx else "review/item.html"
+    return vary(render(request, template, context, status=status))
 
 
 # ------------------------------------------------------------------ approvals
@@ -396,12 +416,12 @@ def _decide(request: HttpRequest, proposal_id: int, approve: bool) -> HttpRespon
             services.proposal_reject(proposal=proposal, user=request.user, comment=comment)
             messages.success(request, "Proposal rejected: the item is back with its reviewer.")
     except NotAllowedError as exc:
-        return _forbidden(request, str(exc))
+        return forbidden(request, str(exc))
     except InvalidInputError as exc:
         messages.error(request, str(exc))
     except DomainError as exc:
         messages.error(request, str(exc))
-    return _done(request, reverse("review:approvals"))
+    return done(request, reverse("review:approvals"))
 
 
 @require_POST
@@ -417,113 +437,6 @@ def proposal_reject(request: HttpRequest, proposal_id: int) -> HttpResponse:
 
 
 # ------------------------------------------------------------------ key editions
-
-
-@require_GET
-@requires(permissions.can_view_editions)
-def editions_index(request: HttpRequest) -> HttpResponse:
-    benchmarks = list(Benchmark.objects.order_by("name"))
-    if len(benchmarks) == 1:
-        return redirect("review:editions", benchmark=benchmarks[0].name)
-    return render(request, "review/editions_index.html", {"benchmarks": benchmarks})
-
-
-@require_GET
-@requires(permissions.can_view_editions)
-def editions(request: HttpRequest, benchmark: str) -> HttpResponse:
-    bench = get_object_or_404(Benchmark, name=benchmark)
-    return render(
-        request,
-        "review/editions.html",
-        {
-            "benchmark": bench,
-            "editions": selectors.editions_for_benchmark(bench),
-            "can_publish": permissions.can_publish(request.user),
-        },
-    )
-
-
-@require_GET
-@requires(permissions.can_view_editions)
-def edition_key(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
-    """The whole answer key of one edition: each question's effective entry and status."""
-    edition = get_object_or_404(
-        KeyEdition.objects.select_related("benchmark"), benchmark__name=benchmark, name=name
-    )
-    text = request.GET.get("q", "")
-    status = request.GET.get("status", "")
-    if status not in dict(selectors.KEY_STATUSES):
-        status = ""
-    rows = selectors.key_rows(edition, text=text, status=status)
-    page = Paginator(rows, 50).get_page(request.GET.get("page"))
-    return render(
-        request,
-        "review/edition_key.html",
-        {
-            "edition": edition,
-            "benchmark": edition.benchmark,
-            "page": page,
-            "text": text,
-            "status": status,
-            "statuses": selectors.KEY_STATUSES,
-            "query": _query_without_page(request),
-        },
-    )
-
-
-@require_GET
-@requires(permissions.can_view_editions)
-def edition_detail(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
-    edition = get_object_or_404(
-        KeyEdition.objects.select_related("benchmark", "parent", "published_by"),
-        benchmark__name=benchmark,
-        name=name,
-    )
-    return render(
-        request,
-        "review/edition.html",
-        {
-            "edition": edition,
-            "benchmark": edition.benchmark,
-            "changes": selectors.edition_changes(edition),
-            "can_publish": permissions.can_publish(request.user) and not edition.is_published(),
-            # proposals still waiting: publishing now leaves them out of this edition
-            "pending_count": Proposal.objects.filter(
-                status=Proposal.Status.PENDING, item__benchmark=edition.benchmark
-            ).count()
-            if not edition.is_published()
-            else 0,
-            # Admins re-score a published edition from here as well as from the runs page.
-            "can_rescore": edition.is_published() and has_role(request.user, Role.ADMIN),
-            "rescore_request": RescoreRequest.objects.filter(edition=edition)
-            .select_related("run")
-            .first(),
-        },
-    )
-
-
-@require_POST
-@requires(permissions.can_publish)
-def edition_publish(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
-    edition = get_object_or_404(KeyEdition, benchmark__name=benchmark, name=name)
-    try:
-        services.key_edition_publish(edition=edition, user=request.user)
-        run = edition.runs.order_by("-pk").first()
-        messages.success(
-            request,
-            f"Key edition {edition.name} is published."
-            + (
-                f" Re-scoring run {run.pk} grades the responses to its corrected questions "
-                f"({run.get_status_display().lower()})."
-                if run is not None
-                else ""
-            ),
-        )
-    except NotAllowedError as exc:
-        return _forbidden(request, str(exc))
-    except DomainError as exc:
-        messages.error(request, str(exc))
-    return _done(request, reverse("review:edition", args=[benchmark, name]))
 
 
 # ------------------------------------------------------------------ audit log
@@ -561,9 +474,9 @@ def report_problem(request: HttpRequest, benchmark: str) -> HttpResponse:
                         f"{qid} is in the review queue"
                         + ("." if created else ": your note was added to its open item."),
                     )
-                    return _done(request, _item_url(item))
+                    return done(request, _item_url(item))
     status = 422 if request.method == "POST" else 200  # the form again, errors by the fields
-    return _vary(
+    return vary(
         render(
             request,
             "review/report_problem.html",
@@ -594,7 +507,7 @@ def log(request: HttpRequest) -> HttpResponse:
             "bad_dates": bad_dates,
             "bad_action": bad_action,
             "actions": Action.choices,
-            "query": _query_without_page(request),
+            "query": query_without_page(request),
         },
     )
 
@@ -606,9 +519,9 @@ def scorecard(request: HttpRequest, benchmark: str) -> HttpResponse:
 
     bench = get_object_or_404(Benchmark, name=benchmark)
     ctx = {"benchmark": bench, "card": detector_scorecard(bench)}
-    partial = request.htmx and not request.htmx.boosted
+    partial = request.htmx and not (request.htmx.boosted or request.htmx.history_restore_request)
     template = "review/_scorecard.html" if partial else "review/scorecard.html"
-    return _vary(render(request, template, ctx))
+    return vary(render(request, template, ctx))
 
 
 @require_POST
@@ -622,4 +535,4 @@ def reader_report_spam(request: HttpRequest, report_id: int) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Report {report.pk} is marked as spam.")
-    return _done(request, _item_url(report.item))
+    return done(request, _item_url(report.item))

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 
 from questions.errors import DomainError, NotFoundError
-from questions.models import Benchmark, KeyEdition, KeyEntry
+from questions.models import Benchmark, Category, KeyEdition, KeyEntry
 from questions.selectors import latest_published_edition
 from scoring.engine import compare_leaderboards
 from scoring.report import (
@@ -175,7 +175,15 @@ def _heat_colour(score: float | None) -> str:
     return f"hsl({hue}, 65%, 82%)"
 
 
-def _heat_table(doc: dict[str, Any]) -> dict[str, Any] | None:
+# A category score from fewer counted responses than this is shown as "few" (issue 18):
+# one response makes a cell a full 0 or 100, which the colour would overstate.
+HEAT_MIN_RESPONSES = 5
+
+
+def _heat_table(doc: dict[str, Any], names: dict[str, str]) -> dict[str, Any] | None:
+    """The score-by-category table: columns {"id", "name"} (names: category_id -> name),
+    rows of cells {"score", "n", "colour", "few"}; a cell with fewer than
+    HEAT_MIN_RESPONSES counted responses is "few" and left uncoloured. None if no category."""
     categories: list[Any] = []
     for m in doc["models"]:
         for c in m.get("categories") or []:
@@ -190,15 +198,22 @@ def _heat_table(doc: dict[str, Any]) -> dict[str, Any] | None:
         for cat in categories:
             c = by_cat.get(cat)
             score = c["score"] if c else None
+            n = c["n_counted"] if c else 0
+            few = score is not None and n < HEAT_MIN_RESPONSES
             cells.append(
                 {
                     "score": score,
-                    "n": c["n_counted"] if c else 0,
-                    "colour": _heat_colour(score),
+                    "n": n,
+                    "few": few,
+                    "colour": _heat_colour(None if few else score),
                 }
             )
         rows.append({"model_id": m["model_id"], "cells": cells})
-    return {"categories": ["(none)" if c is None else c for c in categories], "rows": rows}
+    columns = [
+        {"id": "" if c is None else c, "name": "(none)" if c is None else names.get(c, c)}
+        for c in categories
+    ]
+    return {"categories": columns, "rows": rows, "few_below": HEAT_MIN_RESPONSES}
 
 
 def _pairs_for_display(agreement: dict[str, Any]) -> list[dict[str, Any]]:
@@ -246,7 +261,14 @@ def _board_context(sel: dict[str, Any]) -> dict[str, Any]:
         "axis": axis,
         "svg_width": SVG_WIDTH,
         "svg_height": SVG_HEIGHT,
-        "heat": _heat_table(doc),
+        "heat": _heat_table(
+            doc,
+            dict(
+                Category.objects.filter(benchmark=sel["benchmark"]).values_list(
+                    "category_id", "name"
+                )
+            ),
+        ),
         "agreement": result.agreement_dict(),
         "pairs": _pairs_for_display(result.agreement_dict()),
         "banding_sentence": banding_sentence(doc),
@@ -316,7 +338,7 @@ def leaderboard(request: HttpRequest, benchmark: str) -> HttpResponse:
     )
     template = (
         "scoring/leaderboard_board.html"
-        if request.htmx and not request.htmx.boosted
+        if request.htmx and not (request.htmx.boosted or request.htmx.history_restore_request)
         else "scoring/leaderboard.html"
     )
     response = render(request, template, ctx)
@@ -403,7 +425,7 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
     }
     template = (
         "scoring/report_body.html"
-        if request.htmx and not request.htmx.boosted
+        if request.htmx and not (request.htmx.boosted or request.htmx.history_restore_request)
         else "scoring/report.html"
     )
     response = render(request, template, ctx)

@@ -69,7 +69,7 @@ def runs(request: HttpRequest) -> HttpResponse:
     for r in recent:
         r.spent = spent.get(r.pk)
     context = {"runs": recent, "any_active": any(r.is_active for r in recent)}
-    if request.htmx:
+    if request.htmx and not request.htmx.history_restore_request:
         return render(request, "scoring/runs_table.html", context)
     editions = KeyEdition.objects.select_related("benchmark").order_by(
         "benchmark__name", "created_at", "id"
@@ -116,7 +116,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """Show one run: progress, counters, ledger summary and its failed pairs."""
     _require_admin(request)
     run = _decorate(get_object_or_404(runs_queryset(), pk=pk))
-    if request.htmx:
+    if request.htmx and not request.htmx.history_restore_request:
         return render(request, "scoring/runs_progress.html", {"run": run})
     failed = (
         RunItem.objects.filter(run=run, state=RunItem.State.FAILED)
@@ -178,7 +178,7 @@ def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _back_to(request: HttpRequest, run: ScoringRun) -> HttpResponse:
     url = reverse("scoring:run-detail", kwargs={"pk": run.pk})
-    if request.htmx:
+    if request.htmx and not request.htmx.history_restore_request:
         response = HttpResponse(status=204)
         response["HX-Redirect"] = url
         return response

@@ -84,7 +84,11 @@ def build_world() -> World:
     review_services.review_item_claim(item=proposed, user=users["reviewer"])
     proposed.refresh_from_db()
     proposal = review_services.proposal_create(
-        item=proposed, user=users["reviewer"], version=proposed.version, action="confirm"
+        item=proposed,
+        user=users["reviewer"],
+        version=proposed.version,
+        action="remove",  # a confirmation would close at once (issue 18): nothing to approve
+        reason="ungradeable",
     )
     original = KeyEdition.objects.get(benchmark=bench, name="original")
     draft = question_services.key_edition_create(benchmark=bench, name="draft-1", parent=original)
@@ -233,6 +237,7 @@ HELD_ITEM_ROUTES = {
     "reassign",
     "check",
     "propose",
+    "decide",
     "api-item-release",
     "api-item-renew",
     "api-item-reassign",
@@ -253,6 +258,7 @@ def post_data(route: Route, w: World) -> dict:
         "check": {"version": w.claimed_version, **check},
         "api-item-checks": {"version": w.claimed_version, **check},
         "propose": {"version": w.claimed_version, "action": "confirm"},
+        "decide": {"version": w.claimed_version, **check, "action": "confirm"},
         "api-item-proposals": {"version": w.claimed_version, "action": "confirm"},
         "proposal_reject": {"comment": "The citation is right."},
         "api-proposal-reject": {"comment": "The citation is right."},
@@ -373,6 +379,7 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:reassign": (NO_GET, EDITORS),
     "review:check": (NO_GET, HOLDER),
     "review:propose": (NO_GET, HOLDER),
+    "review:decide": (NO_GET, HOLDER),  # the decision panel: check and outcome together
     "review:approvals": (page(403, 200, 200), NO_POST),
     "review:proposal_approve": (NO_GET, EDITORS),  # the author is the reviewer: four eyes
     "review:proposal_reject": (NO_GET, EDITORS),

@@ -88,7 +88,7 @@ def test_no_page_breaks_the_content_security_policy(live_server, chromium, setti
     page.goto(f"{live_server.url}/review/items/{world.item_id}/")
     page.get_by_role("button", name="Claim").click()
     page.wait_for_load_state("networkidle")
-    page.get_by_role("button", name="Propose correction").click()
+    page.get_by_role("radio", name="Correction").click()  # the decision panel's outcome
     page.wait_for_selector("[data-for-action='correct']:visible")
     assert not reported, "\n".join(reported)
 

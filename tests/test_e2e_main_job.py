@@ -90,7 +90,7 @@ def _scores(page) -> dict[str, str]:
 
 def test_main_job_end_to_end(demo, worker, live_server, chromium):
     from questions.models import KeyEdition, KeyEntry
-    from review.models import Proposal
+    from review.models import CitationCheck, Proposal
 
     base = live_server.url
     shots = Shots("e2e-main-job")
@@ -123,37 +123,36 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     shots.take(page, "review page")
     _to_docs(shots.folder / f"{shots.n:02d}-review-page.png", "review-page.png")
 
-    # An htmx form with a validation error swaps in only its fragment.
-    page.get_by_role("button", name="Record check").click()
-    page.wait_for_selector("#check-form-box .field-error")
+    # The decision panel (issue 18): a refused submit swaps in only its fragment, focus on
+    # the first error.
+    page.get_by_role("button", name=re.compile("Record decision")).click()
+    page.wait_for_selector("#decide-panel .field-error")
     assert page.locator("header.site-header").count() == 1, "no page inside the fragment"
-    assert page.locator("#check-form-box").count() == 1
+    assert page.locator("#decide-panel").count() == 1
     assert re.search(r"/review/items/\d+/$", page.url)
-    shots.take(page, "check form errors in place")
+    assert page.evaluate("document.activeElement.name") == "locator_exists"
+    shots.take(page, "decision panel errors in place")
 
-    check = page.locator("#check-form-box")
-    check.get_by_role("group", name="Does the locator exist in that edition?").get_by_label(
+    panel = page.locator("#decide-panel")
+    panel.get_by_role("group", name="Does the locator exist in that edition?").get_by_label(
         "Yes"
     ).check()
-    check.get_by_role("group", name="Does the passage support the key answer?").get_by_label(
+    panel.get_by_role("group", name="Does the passage support the key answer?").get_by_label(
         "Yes"
     ).check()
-    check.get_by_role("group", name="Is that edition in force?").get_by_label("Yes").check()
-    check.get_by_role("group", name="Amended or repealed since?").get_by_label("Yes").check()
-    check.get_by_label("Evidence note").fill(
+    panel.get_by_role("group", name="Is that edition in force?").get_by_label("Yes").check()
+    panel.get_by_role("group", name="Amended or repealed since?").get_by_label("Yes").check()
+    page.locator("body").press("e")  # propose a correction
+    panel.get_by_label("Reason").select_option("amended_or_repealed")
+    panel.get_by_label("Corrected answer").fill(NEW_ANSWER)
+    panel.get_by_label("Evidence note").fill(
         "SI 2024/141 removed the 1,500 m² limit from Class MA from 5 March 2024."
     )
-    check.get_by_role("button", name="Record check").click()
-    page.wait_for_selector("text=Citation check recorded")
-    shots.take(page, "citation check recorded")
-
-    page.locator("body").press("e")  # propose a correction
-    outcome = page.locator("#outcome-form-box")
-    outcome.get_by_label("Reason").select_option("amended_or_repealed")
-    outcome.get_by_label("Corrected answer").fill(NEW_ANSWER)
-    outcome.get_by_role("button", name="Send for approval").click()
+    panel.get_by_label("Then open the next item").uncheck()  # stay on this item
+    panel.get_by_role("button", name=re.compile("Record decision")).click()
     page.wait_for_selector("text=sent for an editor's approval")
     shots.take(page, "correction proposed")
+    assert CitationCheck.objects.get(item__question__question_id=CLASS_MA).amended == "yes"
     proposal = Proposal.objects.get(item__question__question_id=CLASS_MA, status="pending")
     assert proposal.author.username == "reviewer" and proposal.answer == NEW_ANSWER
     ctx.close()
@@ -168,11 +167,14 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     page.get_by_role("button", name=re.compile("Next item")).click()
     page.wait_for_url(re.compile(r"/review/items/\d+/"))
     shots.take(page, "editor claims the next item")
+    for _ in range(4):
+        page.locator("body").press("1")  # each citation question: its first answer
     page.locator("body").press("r")
-    outcome = page.locator("#outcome-form-box")
-    outcome.get_by_label("Reason").select_option("ungradeable")
-    outcome.get_by_label("Note", exact=True).fill("Editor's own proposal, for the four-eyes check.")
-    outcome.get_by_role("button", name="Send for approval").click()
+    panel = page.locator("#decide-panel")
+    panel.get_by_label("Reason").select_option("ungradeable")
+    panel.get_by_label("Evidence note").fill("Editor's own proposal, for the four-eyes check.")
+    panel.get_by_label("Then open the next item").uncheck()
+    panel.get_by_role("button", name=re.compile("Record decision")).click()
     page.wait_for_selector("text=sent for an editor's approval")
 
     page.goto(f"{base}/review/approvals/")

@@ -65,8 +65,9 @@ def test_leaderboard_page_shows_bands_interval_bars_and_banding(signed_in, tiny)
     assert "75.0" in body and "62.5" in body
     assert "85.7%" in body  # agreement 6/7
     assert "Cohen's kappa" in body and "Krippendorff" in body
-    # heat table: categories c1 and c2
-    assert "heat-table" in body and ">c1<" in body and ">c2<" in body
+    # heat table: categories c1 and c2, headed by their names (issue 18), ids in the title
+    assert "heat-table" in body and 'title="c1">Category c1<' in body
+    assert 'title="c2">Category c2<' in body
     assert response["Vary"] and "HX-Request" in response["Vary"]
 
 

@@ -133,11 +133,13 @@ def test_item_detail_includes_evidence_checks_and_proposals(world, reviewer):
     item = services.review_item_claim(
         item=ReviewItemFactory(question=world.q(1), benchmark=world.benchmark), user=reviewer
     )
-    services.proposal_create(item=item, user=reviewer, version=item.version, action="confirm")
+    services.proposal_create(
+        item=item, user=reviewer, version=item.version, action="remove", reason="ungradeable"
+    )
     data = api_for(reviewer).get(f"/api/review/items/{item.pk}/").json()
     assert data["status"] == "proposed"
     assert (
-        data["proposals"][0]["action"] == "confirm" and data["proposals"][0]["author"] == "reviewer"
+        data["proposals"][0]["action"] == "remove" and data["proposals"][0]["author"] == "reviewer"
     )
     assert data["evidence"] == [] and data["checks"] == []
 

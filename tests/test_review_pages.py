@@ -116,7 +116,8 @@ def test_review_page_shows_everything_needed_to_decide(client, reviewer, db):
     assert "102 mm" in body  # key answer
     assert "<mark>minimum bearing is 102 mm</mark>" in body  # quote highlighted in the passage
     assert "2004 edition incorporating 2013 amendments" in body and "Current" in body
-    assert "← 1.1" in body and "1.3 →" in body  # neighbouring locators
+    # neighbouring passages, in reading order, open in place (issue 18)
+    assert "← Previous: <strong>1.1</strong>" in body and "Next: <strong>1.3</strong>" in body
     assert 'a2</strong> <span class="badge bad">Wrong</span> a2 says wrong' in body
     assert "Key cites a withdrawn clause" in body
     assert "4 of 5 models graded 0 by both judges" in body
@@ -129,7 +130,9 @@ def test_review_page_shows_everything_needed_to_decide(client, reviewer, db):
     body = client.get(f"/review/items/{item.pk}/").content.decode()
     for key in ("a", "e", "r"):
         assert f'data-key="{key}"' in body
-    assert "Citation check" in body and f'name="version" value="{item.version}"' in body
+    # the decision panel (issue 18) holds the citation questions and the outcome
+    assert "Does the locator exist in that edition?" in body and 'id="decide-form"' in body
+    assert f'name="version" value="{item.version}"' in body
 
 
 def test_review_page_query_count_is_bounded(client, reviewer, django_assert_max_num_queries):
@@ -235,7 +238,9 @@ def test_full_workflow_and_edition_page_shows_diff(client, reviewer, editor, edi
     )
     client.force_login(editor2)
     body = client.get("/review/approvals/").content.decode()
-    assert '<del class="diff-old">101 mm</del> <ins class="diff-new">150 mm</ins>' in body
+    # word-level diff (issue 18): only the figure is marked; the new answer also reads whole
+    assert '<del class="diff-old">101</del><ins class="diff-new">150</ins> mm' in body
+    assert "Reads: 150 mm" in body
     proposal = item.proposals.get()
     assert (
         client.post(f"/review/proposals/{proposal.pk}/approve/", {"comment": "Agreed"}).status_code

@@ -265,7 +265,32 @@ def test_removal_keeps_answer_and_marks_removed(world, item, reviewer, editor):
     assert item.status == "removed"
 
 
-def test_confirmation_changes_no_key(world, item, reviewer, editor):
+def test_confirmation_closes_at_once_without_approval_and_is_logged(world, item, reviewer, editor):
+    """Rule 6 asks approval only for corrections and removals (issue 18, item 3)."""
+    got = claimed(item, reviewer)
+    proposal = services.proposal_create(
+        item=got, user=reviewer, version=got.version, action="confirm", note="Checked."
+    )
+    assert (proposal.status, proposal.decided_by, proposal.key_entry) == ("recorded", None, None)
+    assert proposal.decided_at is not None
+    item.refresh_from_db()
+    assert (item.status, item.claimed_by, item.closed_at) == (
+        "confirmed",
+        reviewer,
+        proposal.decided_at,
+    )
+    assert not KeyEdition.objects.filter(status="draft").exists()
+    logs = AuditLogEntry.objects.filter(actor=reviewer).order_by("pk")
+    assert [e.action for e in logs] == ["review_item.claim", "proposal.create", "review_item.close"]
+    assert logs[1].after["status"] == "recorded" and logs[2].after["status"] == "confirmed"
+    with pytest.raises(InvalidTransitionError):  # nothing left to approve
+        services.proposal_approve(proposal=proposal, user=editor)
+
+
+def test_confirmation_waits_for_an_editor_when_the_setting_asks(
+    world, item, reviewer, editor, settings
+):
+    settings.SNAGLIST_CONFIRMATION_NEEDS_APPROVAL = True
     got = claimed(item, reviewer)
     proposal = services.proposal_create(
         item=got, user=reviewer, version=got.version, action="confirm"

@@ -183,10 +183,8 @@ def test_reviewed_question_is_not_queued_again_for_the_same_evidence(world, revi
     triage_run(benchmark=world.benchmark)
     item = ReviewItem.objects.get()
     item = services.review_item_claim(item=item, user=reviewer)
-    proposal = services.proposal_create(
-        item=item, user=reviewer, version=item.version, action="confirm"
-    )
-    services.proposal_approve(proposal=proposal, user=editor)
+    # a confirmation closes the item without approval (issue 18, rule 6)
+    services.proposal_create(item=item, user=reviewer, version=item.version, action="confirm")
     again = triage_run(benchmark=world.benchmark)
     assert again["skipped_closed"] == 1 and again["items_created"] == 0
     assert ReviewItem.objects.count() == 1

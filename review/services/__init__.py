@@ -35,6 +35,7 @@ from review.services.items import (
 )
 from review.services.proposals import (
     citation_check_record,
+    item_decide,
     proposal_approve,
     proposal_create,
     proposal_reject,
@@ -46,6 +47,7 @@ __all__ = [
     "reader_report_mark_spam",
     "citation_check_record",
     "draft_edition_get_or_create",
+    "item_decide",
     "key_edition_publish",
     "proposal_approve",
     "proposal_create",

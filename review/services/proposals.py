@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -133,6 +134,38 @@ def _proposal_state(p: Proposal) -> dict[str, Any]:
     }
 
 
+def _correction_errors(
+    item: ReviewItem,
+    base: KeyEntry | None,
+    answer: str,
+    citation_doc_id: str,
+    citation_locator: str,
+    citation_quote: str,
+) -> dict[str, list[str]]:
+    """Return the field errors of a correction of `item`'s key entry `base` (empty: valid)."""
+    errors: dict[str, list[str]] = {}
+    if not answer:
+        errors["answer"] = ["A correction needs the corrected answer."]
+    if (
+        citation_doc_id
+        and not SourceDocument.objects.filter(
+            benchmark=item.benchmark, doc_id=citation_doc_id
+        ).exists()
+    ):
+        errors["citation_doc_id"] = [f"No source document {citation_doc_id!r}."]
+    if citation_doc_id and not citation_locator:
+        errors["citation_locator"] = ["Give the clause, table or diagram."]
+    unchanged = base is not None and (
+        answer == base.answer
+        and citation_doc_id == base.citation_doc_id
+        and citation_locator == base.citation_locator
+        and citation_quote == base.citation_quote
+    )
+    if unchanged and not errors:
+        errors["answer"] = ["Nothing changed: change the answer or the citation."]
+    return errors
+
+
 def proposal_create(
     *,
     item: ReviewItem,
@@ -148,7 +181,11 @@ def proposal_create(
 ) -> Proposal:
     """Propose an outcome for a claimed item: confirm the key, a correction or a removal.
 
-    The item waits for an editor other than the author (rule 6). A correction must
+    A correction or removal waits for an editor other than the author (rule 6). A
+    confirmation changes no key and, unless settings.SNAGLIST_CONFIRMATION_NEEDS_APPROVAL,
+    closes the item as confirmed at once: the proposal is stored with status "recorded"
+    (no editor) and logged as proposal.create and review_item.close; with the setting on it
+    waits for approval like the others. A correction must
     change the answer or the citation and name a known document; corrections and
     removals need a reason. Raises InvalidInputError (field errors), NotAllowedError,
     ConflictError.
@@ -172,28 +209,9 @@ def proposal_create(
             raise InvalidTransitionError("the item already has a proposal awaiting approval")
         base = entry_for_question(locked.question, working_edition(locked.benchmark))
         if action == Proposal.Action.CORRECT:
-            if not answer:
-                errors["answer"] = ["A correction needs the corrected answer."]
-            if (
-                citation_doc_id
-                and not SourceDocument.objects.filter(
-                    benchmark=locked.benchmark, doc_id=citation_doc_id
-                ).exists()
-            ):
-                errors["citation_doc_id"] = [f"No source document {citation_doc_id!r}."]
-            if citation_doc_id and not citation_locator:
-                errors["citation_locator"] = ["Give the clause, table or diagram."]
-            if (
-                base is not None
-                and not errors
-                and (
-                    answer == base.answer
-                    and citation_doc_id == base.citation_doc_id
-                    and citation_locator == base.citation_locator
-                    and citation_quote == base.citation_quote
-                )
-            ):
-                errors["answer"] = ["Nothing changed: change the answer or the citation."]
+            errors = _correction_errors(
+                locked, base, answer, citation_doc_id, citation_locator, citation_quote
+            )
             if errors:
                 raise InvalidInputError(errors)
         elif action != Proposal.Action.CORRECT:
@@ -211,6 +229,21 @@ def proposal_create(
             note=note,
         )
         before = _item_state(locked)
+        if action == Proposal.Action.CONFIRM and not settings.SNAGLIST_CONFIRMATION_NEEDS_APPROVAL:
+            # Rule 6 asks approval only for corrections and removals: a confirmation
+            # changes no key, so it closes the item now.
+            proposal.status = Proposal.Status.RECORDED
+            proposal.decided_at = timezone.now()
+            proposal.save(update_fields=["status", "decided_at"])
+            _bump(
+                locked,
+                status=ReviewItem.Status.CONFIRMED,
+                claim_expires_at=None,
+                closed_at=proposal.decided_at,
+            )
+            _log_proposal(user, Action.PROPOSAL_CREATE, proposal, locked, before=None)
+            _log_item(user, Action.REVIEW_ITEM_CLOSE, locked, before, proposal=proposal.pk)
+            return proposal
         _bump(locked, status=ReviewItem.Status.PROPOSED, claim_expires_at=None)
         _log_proposal(user, Action.PROPOSAL_CREATE, proposal, locked, before=None)
         _log_item(user, Action.REVIEW_ITEM_PROPOSE, locked, before, proposal=proposal.pk)
@@ -358,3 +391,47 @@ def proposal_withdraw(*, proposal: Proposal, user) -> Proposal:
         _log_proposal(user, Action.PROPOSAL_WITHDRAW, locked, item, before=before)
         _log_item(user, Action.REVIEW_ITEM_RETURN, item, item_before, proposal=locked.pk)
     return locked
+
+
+def item_decide(
+    *,
+    item: ReviewItem,
+    user,
+    version: int | None,
+    check: dict[str, str],
+    outcome: dict[str, str],
+) -> tuple[CitationCheck, Proposal]:
+    """Record the citation check and the outcome of a claimed item together, atomically.
+
+    The decision panel's one submit (issue 18). `check` holds citation_check_record's
+    fields (locator_exists, supports, edition_in_force, amended, note, source_url);
+    `outcome` holds proposal_create's (action, reason, answer, citation_doc_id,
+    citation_locator, citation_quote, note). Both run in one transaction against the item
+    `version` the page showed: the check bumps the version and the proposal is made
+    against the bumped one, so a refusal of either (InvalidInputError with the field
+    errors of both sets, NotAllowedError, ConflictError, InvalidTransitionError) writes
+    nothing. Each writes its audit-log entries as it does alone. Returns (check, proposal).
+    """
+    errors: dict[str, list[str]] = {}
+    for name, value, choices in (
+        ("locator_exists", check.get("locator_exists", ""), CitationCheck.YesNo),
+        ("supports", check.get("supports", ""), CitationCheck.Supports),
+        ("edition_in_force", check.get("edition_in_force", ""), CitationCheck.InForce),
+        ("amended", check.get("amended", ""), CitationCheck.Amended),
+    ):
+        if value not in choices.values:
+            errors[name] = [f"Choose one of: {', '.join(choices.labels)}."]
+    action = outcome.get("action", "")
+    if action not in Proposal.Action.values:
+        errors["action"] = ["Choose confirm, correction or removal."]
+    elif action != Proposal.Action.CONFIRM and outcome.get("reason") not in KeyEntry.Reason.values:
+        errors["reason"] = ["A correction or removal needs a reason."]
+    if errors:
+        raise InvalidInputError(errors)
+    with transaction.atomic():
+        recorded = citation_check_record(item=item, user=user, version=version, **check)
+        # citation_check_record bumped the locked item's version; the proposal follows it.
+        proposal = proposal_create(
+            item=recorded.item, user=user, version=recorded.item.version, **outcome
+        )
+    return recorded, proposal

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from core import actions
 
@@ -18,6 +22,17 @@ def get(mapping, key):
         return mapping.get(key)
     except AttributeError:
         return None
+
+
+# The decision panel's outcome shortcuts (issue 18): a = agree (confirm), e = edit
+# (correction), r = removal; the same letters as the old separate outcome form.
+OUTCOME_KEYS = {"confirm": "a", "correct": "e", "remove": "r"}
+
+
+@register.filter
+def outcome_key(action: str) -> str:
+    """The keyboard shortcut letter of an outcome ("confirm" -> "a"); "" if it has none."""
+    return OUTCOME_KEYS.get(action, "")
 
 
 @register.filter
@@ -51,6 +66,7 @@ def status_badge(status: str) -> str:
         "removed": "bad",
         "pending": "warn",
         "approved": "ok",
+        "recorded": "ok",
         "rejected": "bad",
         "draft": "warn",
         "published": "ok",
@@ -103,6 +119,7 @@ STATUS_LABELS = {
     "removed": "removed from scoring",
     "pending": "pending",
     "approved": "approved",
+    "recorded": "recorded without approval",
     "rejected": "rejected",
     "withdrawn": "withdrawn",
 }
@@ -120,3 +137,32 @@ def action_label(action: str) -> str:
 def status_label(status: str) -> str:
     """Return the plain-English name of an item or proposal status."""
     return STATUS_LABELS.get(status, status)
+
+
+# a number with its decimal point or thousands commas (1.10, 1,500) is one word
+_WORDS = re.compile(r"\d+(?:[.,]\d+)*|\w+|\s+|[^\s\w]")
+
+
+@register.simple_tag
+def word_diff(old, new) -> str:
+    """Return HTML marking word-level changes from `old` to `new` (issue 18 item 4).
+
+    Both are split into words, punctuation marks and runs of white space; difflib's
+    SequenceMatcher aligns them, and each changed run is shown as <del class="diff-old">
+    (removed) followed by <ins class="diff-new"> (added), the unchanged words plain, so
+    "900 mm" -> "1100 mm" marks only the number (a number keeps its decimal point and
+    thousands commas: "3.60" -> "3.61" is one change). Every piece of text is HTML-escaped.
+    None counts as "".
+    """
+    a = _WORDS.findall(old or "")
+    b = _WORDS.findall(new or "")
+    parts: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            parts.append(escape("".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            parts.append(f'<del class="diff-old">{escape("".join(a[i1:i2]))}</del>')
+        if j2 > j1:
+            parts.append(f'<ins class="diff-new">{escape("".join(b[j1:j2]))}</ins>')
+    return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped

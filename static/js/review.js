@@ -1,6 +1,9 @@
 // Review pages: let htmx swap 403 (refused: e.g. the item was reassigned meanwhile), 409
 // (conflict) and 422 (form errors) responses, and wire the
 // outcome shortcuts (a / e / r choose confirm / correction / removal and focus the form).
+// The decision panel (issue 18): digits 1-4 answer the highlighted citation question (the
+// one holding focus, else the first unanswered) and move on; Ctrl+Enter submits the panel
+// from any field; a refused form puts focus on its first error.
 (function () {
   "use strict";
   document.addEventListener("DOMContentLoaded", function () {
@@ -24,7 +27,7 @@
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-choose-action]");
     if (!button) return;
-    var form = document.getElementById("outcome-form");
+    var form = document.getElementById("decide-form") || document.getElementById("outcome-form");
     if (!form) return;
     var radio = form.querySelector('input[name="action"][value="' + button.getAttribute("data-choose-action") + '"]');
     if (radio) {
@@ -32,13 +35,79 @@
       showOutcomeFields(form);
       var first = form.querySelector("[data-first-field]:not([hidden]) textarea, [data-first-field]:not([hidden]) select") || radio;
       first.focus();
-      form.scrollIntoView({ block: "nearest" });
+      first.scrollIntoView({ block: "nearest" });
     }
+  });
+  // "Expand all responses" (issue 18): open or close every response with its judges' reasons.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-expand-all]");
+    if (!button) return;
+    var open = button.getAttribute("aria-expanded") !== "true";
+    document.querySelectorAll("details.response-details").forEach(function (d) { d.open = open; });
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    button.firstChild.textContent = open ? "Collapse all responses " : "Expand all responses ";
   });
   document.addEventListener("change", function (event) {
     if (event.target.name === "action") showOutcomeFields(event.target.form);
+    var decide = document.getElementById("decide-form");
+    if (decide && decide.contains(event.target)) markCurrent(decide);
   });
-  function init() { showOutcomeFields(document.getElementById("outcome-form")); }
+  function currentQuestion(form) {
+    var questions = Array.prototype.slice.call(form.querySelectorAll("[data-check-question]"));
+    var active = document.activeElement && document.activeElement.closest("[data-check-question]");
+    if (active) return active;
+    for (var i = 0; i < questions.length; i++) {
+      if (!questions[i].querySelector("input:checked")) return questions[i];
+    }
+    return null;
+  }
+  function markCurrent(form) {
+    if (!form) return;
+    var current = currentQuestion(form);
+    form.querySelectorAll("[data-check-question]").forEach(function (q) {
+      q.classList.toggle("current", q === current);
+    });
+  }
+  document.addEventListener("keydown", function (event) {
+    var form = document.getElementById("decide-form");
+    if (!form || form.hasAttribute("data-stale")) return;  // a refused, disabled panel
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      form.requestSubmit();
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey || !/^[1-9]$/.test(event.key)) return;
+    var t = event.target;
+    var tag = t && t.tagName;
+    if (tag === "TEXTAREA" || tag === "SELECT" || (tag === "INPUT" && t.type !== "radio" && t.type !== "checkbox")) return;
+    var question = currentQuestion(form);
+    if (!question) return;
+    var radios = question.querySelectorAll('input[type="radio"]');
+    var radio = radios[parseInt(event.key, 10) - 1];
+    if (!radio) return;
+    event.preventDefault();
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+    if (document.activeElement && question.contains(document.activeElement)) document.activeElement.blur();
+    markCurrent(form);
+  });
+  function focusFirstError(root) {
+    var bad = root && root.querySelector(".has-error input:not([type=hidden]), .has-error select, .has-error textarea, .form-errors");
+    if (!bad) return;
+    if (bad.classList.contains("form-errors")) bad.setAttribute("tabindex", "-1");
+    bad.focus();
+    bad.scrollIntoView({ block: "nearest" });
+  }
+  function init(event) {
+    showOutcomeFields(document.getElementById("outcome-form"));
+    var decide = document.getElementById("decide-form");
+    showOutcomeFields(decide);
+    markCurrent(decide);
+    if (decide && decide.hasAttribute("data-stale")) {
+      var refused = document.getElementById("decide-refused");
+      if (refused) refused.focus();
+    } else if (decide) focusFirstError(decide);
+  }
   document.addEventListener("DOMContentLoaded", init);
   document.addEventListener("htmx:afterSwap", init);
 })();

@@ -6,6 +6,8 @@
   function typing(el) {
     if (!el) return false;
     var tag = el.tagName;
+    // A focused radio button or checkbox takes no text: shortcuts still work there.
+    if (tag === "INPUT" && (el.type === "radio" || el.type === "checkbox")) return false;
     return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || el.isContentEditable;
   }
   document.addEventListener("keydown", function (event) {
@@ -36,4 +38,71 @@
     var el = event.detail.target.querySelector("[data-autofocus]");
     if (el) el.focus();
   });
+  // A failed htmx request says so (issue 18): a 5xx, a refused request or a lost
+  // connection shows a message at the top of the page instead of nothing.
+  function showRequestError(text) {
+    var box = document.getElementById("request-error");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "request-error";
+      box.className = "message message-error";
+      box.setAttribute("role", "alert");
+      box.setAttribute("tabindex", "-1");
+      var main = document.getElementById("main") || document.body;
+      main.insertBefore(box, main.firstChild);
+    }
+    box.textContent = text;
+    box.scrollIntoView({ block: "nearest" });
+  }
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    var status = xhr ? xhr.status : 0;
+    var text;
+    if (status >= 500) {
+      text = "The server failed to answer (error " + status + "). Nothing on this page was " +
+        "changed; try again, or reload the page.";
+    } else {
+      var said = "";
+      try {
+        var doc = new DOMParser().parseFromString(xhr.responseText || "", "text/html");
+        var alert = doc.querySelector("[role=alert]");
+        said = alert ? alert.textContent.trim() : "";
+      } catch (e) { said = ""; }
+      text = said || "The request was refused (error " + status + "). Reload the page and try again.";
+    }
+    showRequestError(text);
+  });
+  function lost() {
+    showRequestError("The server could not be reached (no connection, or it did not answer in " +
+      "time). Nothing on this page was changed; check your connection and try again.");
+  }
+  document.addEventListener("htmx:sendError", lost);
+  document.addEventListener("htmx:timeout", lost);
+  // A new successful swap clears an old error message.
+  document.addEventListener("htmx:afterSwap", function () {
+    var box = document.getElementById("request-error");
+    if (box) box.remove();
+  });
+  // A table wider than its box gets a visible hint and an edge shadow (issue 18): the
+  // scroller was unmarked, so columns past the edge went unnoticed.
+  function markScrollers() {
+    document.querySelectorAll(".table-wrap").forEach(function (wrap) {
+      var scrolls = wrap.scrollWidth > wrap.clientWidth + 1;
+      wrap.classList.toggle("scrolls", scrolls);
+      var hint = wrap.previousElementSibling;
+      var has = hint && hint.classList.contains("scroll-hint");
+      if (scrolls && !has) {
+        hint = document.createElement("p");
+        hint.className = "scroll-hint";
+        hint.textContent = "Scroll sideways for more columns →";
+        wrap.parentNode.insertBefore(hint, wrap);
+        if (!wrap.hasAttribute("tabindex")) wrap.setAttribute("tabindex", "0");
+      } else if (!scrolls && has) {
+        hint.remove();
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", markScrollers);
+  document.addEventListener("htmx:afterSettle", markScrollers);
+  window.addEventListener("resize", markScrollers);
 })();

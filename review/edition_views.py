@@ -1,0 +1,126 @@
+"""Key edition pages: the editions of a benchmark, one edition with its changes, its whole
+answer key, and publishing it (editors). URL names stay in the `review` namespace."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from core.roles import Role, has_role
+from questions.models import Benchmark, KeyEdition
+from review import permissions, selectors, services
+from review.errors import DomainError, NotAllowedError
+from review.models import Proposal
+from review.view_helpers import done, forbidden, query_without_page, requires
+from scoring.models import RescoreRequest
+
+
+@require_GET
+@requires(permissions.can_view_editions)
+def editions_index(request: HttpRequest) -> HttpResponse:
+    benchmarks = list(Benchmark.objects.order_by("name"))
+    if len(benchmarks) == 1:
+        return redirect("review:editions", benchmark=benchmarks[0].name)
+    return render(request, "review/editions_index.html", {"benchmarks": benchmarks})
+
+
+@require_GET
+@requires(permissions.can_view_editions)
+def editions(request: HttpRequest, benchmark: str) -> HttpResponse:
+    bench = get_object_or_404(Benchmark, name=benchmark)
+    return render(
+        request,
+        "review/editions.html",
+        {
+            "benchmark": bench,
+            "editions": selectors.editions_for_benchmark(bench),
+            "can_publish": permissions.can_publish(request.user),
+        },
+    )
+
+
+@require_GET
+@requires(permissions.can_view_editions)
+def edition_key(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
+    """The whole answer key of one edition: each question's effective entry and status."""
+    edition = get_object_or_404(
+        KeyEdition.objects.select_related("benchmark"), benchmark__name=benchmark, name=name
+    )
+    text = request.GET.get("q", "")
+    status = request.GET.get("status", "")
+    if status not in dict(selectors.KEY_STATUSES):
+        status = ""
+    rows = selectors.key_rows(edition, text=text, status=status)
+    page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "review/edition_key.html",
+        {
+            "edition": edition,
+            "benchmark": edition.benchmark,
+            "page": page,
+            "text": text,
+            "status": status,
+            "statuses": selectors.KEY_STATUSES,
+            "query": query_without_page(request),
+        },
+    )
+
+
+@require_GET
+@requires(permissions.can_view_editions)
+def edition_detail(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
+    edition = get_object_or_404(
+        KeyEdition.objects.select_related("benchmark", "parent", "published_by"),
+        benchmark__name=benchmark,
+        name=name,
+    )
+    return render(
+        request,
+        "review/edition.html",
+        {
+            "edition": edition,
+            "benchmark": edition.benchmark,
+            "changes": selectors.edition_changes(edition),
+            "can_publish": permissions.can_publish(request.user) and not edition.is_published(),
+            # proposals still waiting: publishing now leaves them out of this edition
+            "pending_count": Proposal.objects.filter(
+                status=Proposal.Status.PENDING, item__benchmark=edition.benchmark
+            ).count()
+            if not edition.is_published()
+            else 0,
+            # Admins re-score a published edition from here as well as from the runs page.
+            "can_rescore": edition.is_published() and has_role(request.user, Role.ADMIN),
+            "rescore_request": RescoreRequest.objects.filter(edition=edition)
+            .select_related("run")
+            .first(),
+        },
+    )
+
+
+@require_POST
+@requires(permissions.can_publish)
+def edition_publish(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
+    edition = get_object_or_404(KeyEdition, benchmark__name=benchmark, name=name)
+    try:
+        services.key_edition_publish(edition=edition, user=request.user)
+        run = edition.runs.order_by("-pk").first()
+        messages.success(
+            request,
+            f"Key edition {edition.name} is published."
+            + (
+                f" Re-scoring run {run.pk} grades the responses to its corrected questions "
+                f"({run.get_status_display().lower()})."
+                if run is not None
+                else ""
+            ),
+        )
+    except NotAllowedError as exc:
+        return forbidden(request, str(exc))
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return done(request, reverse("review:edition", args=[benchmark, name]))
