@@ -74,15 +74,19 @@ def test_correct_password_signs_in(client):
     assert response["Location"] == "/"
 
 
-def test_deploy_check_passes_with_production_settings():
+def test_deploy_check_passes_with_production_settings(db):
     import os
     import subprocess
     import sys
 
     from tests.conftest import PROJECT_ROOT
+    from tests.worker_fixtures import database_url
 
     env = dict(os.environ)
     env.update(
+        # The role check (core/checks.py) connects: to the test database, which exists on a
+        # fresh machine (DATABASE_URL's own database may not).
+        DATABASE_URL=database_url(),
         DJANGO_SETTINGS_MODULE="config.settings_production",
         DJANGO_SECRET_KEY="a-long-random-production-secret-" + "x7Qp2Lm9Zr4Tk8Wv" * 3,
         DJANGO_ALLOWED_HOSTS="snaglist.example.org",
