@@ -34,11 +34,16 @@ from questions.errors import DomainError, NotFoundError
 from questions.models import Benchmark, KeyEdition, Question
 from review.errors import InvalidInputError, RateLimitedError
 from review.services import reader_report_create
-from scoring.board_views import REASON_LABELS, board_page_context
+from scoring.board_views import (
+    REASON_LABELS,
+    board_page_context,
+    edition_navigation,
+    report_for_selection,
+    with_default_compare,
+)
 from scoring.report import (
     LEADERBOARD_CSV_FIELDS,
     banding_sentence,
-    build_report,
     figure_rows,
     report_markdown,
 )
@@ -166,16 +171,7 @@ def leaderboard(request: HttpRequest, benchmark: str) -> HttpResponse:
                 "json_url": reverse("public:leaderboard_json", args=[benchmark]) + "?" + query,
                 "report_url": reverse("public:report", args=[benchmark])
                 + f"?edition={sel['edition'].name}",
-                "edition_links": [
-                    {
-                        "name": e.name,
-                        "status": e.status,
-                        "url": f"{base}?edition={e.name}",
-                        "current": e.pk == sel["edition"].pk,
-                    }
-                    for e in sel["editions"]
-                ],
-                "compare_choices": [e for e in sel["editions"] if e.pk != sel["edition"].pk],
+                **edition_navigation(sel, base),
                 "errata_url": reverse("public:errata", args=[benchmark])
                 + f"?edition={sel['edition'].name}",
                 "n_errata": len(errata_for_edition(sel["edition"])),
@@ -216,20 +212,7 @@ def leaderboard_json(request: HttpRequest, benchmark: str) -> HttpResponse:
 
 # ----------------------------------------------------------------------------- report
 def _report_selection(request: HttpRequest, benchmark: str) -> dict[str, Any]:
-    sel = _selection(request, benchmark)
-    if "compare" not in request.GET:
-        # By default compare with the parent edition (corrected-1 against original).
-        sel["compare"] = next(
-            (e for e in sel["editions"] if e.pk == sel["edition"].parent_id), None
-        )
-    return sel
-
-
-def _report_doc(sel: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return build_report(sel["edition"], compare=sel["compare"])
-    except NotFoundError as exc:
-        raise Http404(str(exc)) from exc
+    return with_default_compare(_selection(request, benchmark), request.GET)
 
 
 def report(request: HttpRequest, benchmark: str) -> HttpResponse:
@@ -238,7 +221,7 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
 
     def make() -> HttpResponse:
         try:
-            doc, error = _report_doc(sel), None
+            doc, error = report_for_selection(sel), None
         except DomainError as exc:
             doc, error = None, str(exc)
         query = _query({**sel, "compare": sel["compare"]})
@@ -277,7 +260,7 @@ def report_md(request: HttpRequest, benchmark: str) -> HttpResponse:
         sel["editions"],
         sel["edition"],
         lambda: _attachment(
-            report_markdown(_report_doc(sel)), "text/markdown; charset=utf-8", name
+            report_markdown(report_for_selection(sel)), "text/markdown; charset=utf-8", name
         ),
     )
 
@@ -291,7 +274,7 @@ def report_json(request: HttpRequest, benchmark: str) -> HttpResponse:
         sel["benchmark"],
         sel["editions"],
         sel["edition"],
-        lambda: _attachment(_json(_report_doc(sel)), "application/json", name),
+        lambda: _attachment(_json(report_for_selection(sel)), "application/json", name),
     )
 
 

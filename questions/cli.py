@@ -34,6 +34,27 @@ def add_benchmark_argument(parser: Any) -> None:
     )
 
 
+def add_edition_argument(parser: Any) -> None:
+    """Add `--edition NAME`: the key edition (None: the latest published)."""
+    parser.add_argument("--edition", metavar="NAME", help="key edition (default: latest published)")
+
+
+def add_judges_argument(parser: Any) -> None:
+    """Add `--judges ID,ID`: judges other than the benchmark's judge panel (read it back
+    with `judge_ids_option`)."""
+    parser.add_argument(
+        "--judges",
+        metavar="ID,ID",
+        default=None,
+        help="judge ids (default: the benchmark's judge panel)",
+    )
+
+
+def judge_ids_option(options: dict[str, Any]) -> list[str] | None:
+    """Return the judge ids of `--judges` ("a,b" -> ["a", "b"]), None when not given."""
+    return [j for j in (options.get("judges") or "").split(",") if j] or None
+
+
 def add_format_argument(parser: Any, choices: tuple[str, ...] = ("text", "json")) -> None:
     parser.add_argument(
         "--format",

@@ -324,16 +324,7 @@ def leaderboard(request: HttpRequest, benchmark: str) -> HttpResponse:
             "csv_url": reverse("scoring:leaderboard_csv", args=[benchmark]) + "?" + _query(sel),
             "json_url": reverse("scoring:leaderboard_json", args=[benchmark]) + "?" + _query(sel),
             "report_url": reverse("scoring:report", args=[benchmark]) + "?" + _query(sel),
-            "edition_links": [
-                {
-                    "name": e.name,
-                    "status": e.status,
-                    "url": f"{base}?edition={e.name}",
-                    "current": e.pk == sel["edition"].pk,
-                }
-                for e in sel["editions"]
-            ],
-            "compare_choices": [e for e in sel["editions"] if e.pk != sel["edition"].pk],
+            **edition_navigation(sel, base),
         }
     )
     template = (
@@ -376,27 +367,50 @@ def report_index(request: HttpRequest) -> HttpResponse:
     return _benchmark_index(request, "scoring:report", "Methodology report")
 
 
-def _report_selection(request: HttpRequest, benchmark: str) -> dict[str, Any]:
-    sel = _selection(request, benchmark)
-    if "compare" not in request.GET:
-        # By default compare with the parent edition (corrected-1 against original).
+def edition_navigation(sel: dict[str, Any], base: str) -> dict[str, Any]:
+    """Return `edition_links` (name, status, url under `base`, current) and
+    `compare_choices` (the other editions) of a page selection (also the public site's)."""
+    return {
+        "edition_links": [
+            {
+                "name": e.name,
+                "status": e.status,
+                "url": f"{base}?edition={e.name}",
+                "current": e.pk == sel["edition"].pk,
+            }
+            for e in sel["editions"]
+        ],
+        "compare_choices": [e for e in sel["editions"] if e.pk != sel["edition"].pk],
+    }
+
+
+def with_default_compare(sel: dict[str, Any], query: Any) -> dict[str, Any]:
+    """Return the page selection `sel` comparing with the edition's parent (corrected-1
+    against original) unless the query string names `compare` (also the public site's)."""
+    if "compare" not in query:
         parent = next((e for e in sel["editions"] if e.pk == sel["edition"].parent_id), None)
         sel["compare"] = parent
     return sel
 
 
-def _report_doc(sel: dict[str, Any]) -> dict[str, Any]:
+def report_for_selection(sel: dict[str, Any]) -> dict[str, Any]:
+    """Build the report of the selection's edition against its `compare` edition (also the
+    public site's); Http404 for a missing edition, DomainError as build_report raises it."""
     try:
         return build_report(sel["edition"], compare=sel["compare"])
     except NotFoundError as exc:
         raise Http404(str(exc)) from exc
 
 
+def _report_selection(request: HttpRequest, benchmark: str) -> dict[str, Any]:
+    return with_default_compare(_selection(request, benchmark), request.GET)
+
+
 def report(request: HttpRequest, benchmark: str) -> HttpResponse:
     """Render the methodology report; the comparison edition is chosen on the page."""
     sel = _report_selection(request, benchmark)
     try:
-        doc = _report_doc(sel)
+        doc = report_for_selection(sel)
         error = None
     except DomainError as exc:
         doc, error = None, str(exc)
@@ -439,7 +453,7 @@ REASON_LABELS = dict(KeyEntry.Reason.choices)
 def report_md_download(request: HttpRequest, benchmark: str) -> HttpResponse:
     sel = _report_selection(request, benchmark)
     response = HttpResponse(
-        report_markdown(_report_doc(sel)), content_type="text/markdown; charset=utf-8"
+        report_markdown(report_for_selection(sel)), content_type="text/markdown; charset=utf-8"
     )
     response["Content-Disposition"] = (
         f'attachment; filename="report-{benchmark}-{sel["edition"].name}.md"'
@@ -450,7 +464,7 @@ def report_md_download(request: HttpRequest, benchmark: str) -> HttpResponse:
 def report_json_download(request: HttpRequest, benchmark: str) -> HttpResponse:
     sel = _report_selection(request, benchmark)
     response = HttpResponse(
-        json.dumps(_report_doc(sel), ensure_ascii=False, allow_nan=False, indent=2),
+        json.dumps(report_for_selection(sel), ensure_ascii=False, allow_nan=False, indent=2),
         content_type="application/json",
     )
     response["Content-Disposition"] = (

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from questions.models import KeyEntry, Response
-from scoring.models import AuditVerdict, Grade, Judge, RunItem, ScoringRun
+from scoring.models import AuditVerdict, Judge, RunItem, ScoringRun
 from scoring.services import backends as _backends
 from scoring.services.aio_transport import async_ready, grade_on_loop
 from scoring.services.backends import BrokenBackend
 from scoring.services.batching import BatchSettler
-from scoring.services.ledger import run_item_for
+from scoring.services.ledger import grades_present, run_item_for
 from scoring.services.threads import audit_with_threads, grade_with_threads
 from scoring.services.work import ChunkOutcome, Finished, PairKey, WorkItem
 
@@ -154,15 +154,4 @@ def _present_results(
             auditor_id__in=list(versions), key_entry_id__in={k.key_entry_id for k in keys}
         ).values_list("auditor_id", "key_entry_id", "prompt_version")
         return {(None, a, e) for a, e, v in rows if versions.get(a) == v} & wanted
-    rows = Grade.objects.filter(
-        judge_id__in=list(versions),
-        response_id__in={k.response_id for k in keys},
-        key_entry_id__in={k.key_entry_id for k in keys},
-    ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version", "grade", "run_id")
-    # A null (unparsed) grade of an earlier run is there to be asked again: the run chose
-    # the pair because it has asks left (pairs.rescore_needed_pairs; issue 17).
-    return {
-        (r, j, e)
-        for r, j, e, v, g, run_id in rows
-        if versions.get(j) == v and (g is not None or run_id == run.pk)
-    } & wanted
+    return grades_present(keys, versions, {run.pk})

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -298,28 +298,41 @@ def claim_group(
     return mine
 
 
-def graded_meanwhile(work: Sequence[WorkItem]) -> set[tuple[int | None, int, int]]:
-    """Return the keys of the grade work items whose Grade (at the judge's current prompt
-    version) exists now: one SELECT (none for an empty list).
+def grades_present(
+    keys: Iterable[tuple[int | None, int, int]], versions: dict[int, str], run_ids: set[int]
+) -> set[tuple[int | None, int, int]]:
+    """Return the pairs of `keys` that have a Grade at their judge's prompt version
+    (`versions`: {judge pk: current prompt version}): one SELECT.
 
-    A null (unparsed) grade of another run does not count: the pair was chosen to be asked
-    again (issue 17, as chunks' present-results check); a null grade this run wrote does.
+    A null (unparsed) grade counts only when one of `run_ids` wrote it: another run's null
+    grade is there to be asked again (issue 17; pairs.rescore_needed_pairs chose the pair
+    because it has asks left). The one rule for "already graded" of a chunk's pairs.
     """
-    if not work:
+    wanted = set(keys)
+    if not wanted:
         return set()
-    versions = {w.judge.pk: w.judge.prompt_version for w in work}
-    run_ids = {w.item.run_id for w in work}
-    wanted = {w.key for w in work}
     rows = Grade.objects.filter(
         judge_id__in=list(versions),
-        response_id__in={w.key.response_id for w in work},
-        key_entry_id__in={w.key.key_entry_id for w in work},
+        response_id__in={k[0] for k in wanted},
+        key_entry_id__in={k[2] for k in wanted},
     ).values_list("response_id", "judge_id", "key_entry_id", "prompt_version", "grade", "run_id")
     return {
         (r, j, e)
         for r, j, e, v, g, run_id in rows
         if versions.get(j) == v and (g is not None or run_id in run_ids)
     } & wanted
+
+
+def graded_meanwhile(work: Sequence[WorkItem]) -> set[tuple[int | None, int, int]]:
+    """Return the keys of the grade work items graded by now (grades_present; none for an
+    empty list)."""
+    if not work:
+        return set()
+    return grades_present(
+        (w.key for w in work),
+        {w.judge.pk: w.judge.prompt_version for w in work},
+        {w.item.run_id for w in work},
+    )
 
 
 def mark_lost_many(

@@ -10,8 +10,11 @@ from __future__ import annotations
 from questions.cli import (
     JsonCommand,
     add_benchmark_argument,
+    add_edition_argument,
     add_format_argument,
+    add_judges_argument,
     domain_error,
+    judge_ids_option,
     resolve_benchmark,
     write_json,
 )
@@ -29,23 +32,16 @@ class Command(JsonCommand):
 
     def add_arguments(self, parser):
         add_benchmark_argument(parser)
-        parser.add_argument(
-            "--edition", metavar="NAME", help="key edition (default: latest published)"
-        )
+        add_edition_argument(parser)
         parser.add_argument(
             "--compare", metavar="NAME", help="comparison key edition (e.g. original)"
         )
-        parser.add_argument(
-            "--judges",
-            metavar="ID,ID",
-            default=None,
-            help="judge ids (default: every active judge)",
-        )
+        add_judges_argument(parser)
         add_format_argument(parser, ("md", "json"))
 
     def handle(self, *args, **options):
         benchmark = resolve_benchmark(options["benchmark"])
-        judge_ids = [j for j in (options["judges"] or "").split(",") if j] or None
+        judge_ids = judge_ids_option(options)
         try:
             edition = get_edition(benchmark, options["edition"])
             compare = get_edition(benchmark, options["compare"]) if options["compare"] else None

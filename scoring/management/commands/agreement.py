@@ -5,8 +5,11 @@ from __future__ import annotations
 from questions.cli import (
     JsonCommand,
     add_benchmark_argument,
+    add_edition_argument,
     add_format_argument,
+    add_judges_argument,
     domain_error,
+    judge_ids_option,
     resolve_benchmark,
     write_json,
 )
@@ -24,20 +27,13 @@ class Command(JsonCommand):
 
     def add_arguments(self, parser):
         add_benchmark_argument(parser)
-        parser.add_argument(
-            "--edition", metavar="NAME", help="key edition (default: latest published)"
-        )
-        parser.add_argument(
-            "--judges",
-            metavar="ID,ID",
-            default=None,
-            help="judge ids (default: every active judge)",
-        )
+        add_edition_argument(parser)
+        add_judges_argument(parser)
         add_format_argument(parser, ("table", "json"))
 
     def handle(self, *args, **options):
         benchmark = resolve_benchmark(options["benchmark"])
-        judge_ids = [j for j in (options["judges"] or "").split(",") if j] or None
+        judge_ids = judge_ids_option(options)
         try:
             edition = get_edition(benchmark, options["edition"])
             result = board_for_edition(edition, judge_ids=judge_ids)

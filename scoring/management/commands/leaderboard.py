@@ -5,9 +5,12 @@ from __future__ import annotations
 from questions.cli import (
     JsonCommand,
     add_benchmark_argument,
+    add_edition_argument,
     add_format_argument,
+    add_judges_argument,
     bad_input,
     domain_error,
+    judge_ids_option,
     resolve_benchmark,
     write_json,
 )
@@ -49,9 +52,7 @@ class Command(JsonCommand):
 
     def add_arguments(self, parser):
         add_benchmark_argument(parser)
-        parser.add_argument(
-            "--edition", metavar="NAME", help="key edition (default: latest published)"
-        )
+        add_edition_argument(parser)
         parser.add_argument(
             "--band-gap",
             type=_positive_float,
@@ -78,12 +79,7 @@ class Command(JsonCommand):
             default="gap",
             help="gap: rule 9 gap bands; ci_overlap: intervals overlapping the band leader's",
         )
-        parser.add_argument(
-            "--judges",
-            metavar="ID,ID",
-            default=None,
-            help="judge ids (default: every active judge)",
-        )
+        add_judges_argument(parser)
         parser.add_argument(
             "--no-cache", action="store_true", help="compute afresh instead of reading the cache"
         )
@@ -91,7 +87,7 @@ class Command(JsonCommand):
 
     def handle(self, *args, **options):
         benchmark = resolve_benchmark(options["benchmark"])
-        judge_ids = [j for j in (options["judges"] or "").split(",") if j] or None
+        judge_ids = judge_ids_option(options)
         try:
             edition = get_edition(benchmark, options["edition"])
             result = board_for_edition(
