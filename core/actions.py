@@ -42,6 +42,8 @@ class Action(models.TextChoices):
         "changed who may read the benchmark's public results site",
     )
     JUDGE_PRICES_SET = "judge.prices_set", "set a judge's token prices"
+    RUN_BUDGET_SET = "run.budget_set", "set a run's budget"
+    RUN_BUDGET_STOP = "run.budget_stop", "stopped the run at its budget"
 
 
 def action_label(action: str) -> str:

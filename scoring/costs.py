@@ -107,8 +107,9 @@ def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, int]]:
     }
 
 
-def _money(value: Decimal | None) -> str | None:
-    """Return a cost as a JSON-safe string (exact, 6 decimal places) or None."""
+def money(value: Decimal | None) -> str | None:
+    """Return a cost as a JSON-safe string (6 decimal places) or None: the one money format
+    of the JSON outputs (API, CLI)."""
     return None if value is None else f"{value.quantize(Decimal('0.000001'))}"
 
 
@@ -148,7 +149,7 @@ def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
                 "calls": u["calls"],
                 "unknown_usage": u["calls"] - u["known"],
                 **_tokens(u["input"], u["cached"], u["output"], known=u["known"]),
-                "cost": _money(cost),
+                "cost": money(cost),
             }
         )
     # A judge whose cost is unknown has no say in the total's currency (the total is unknown).
@@ -169,7 +170,7 @@ def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
             *(sum(usage[pk][k] for pk in usage) for k in ("input", "cached", "output")),
             known=known,
         ),
-        "cost": _money(total),
+        "cost": money(total),
         "currency": currencies.pop() if len(currencies) == 1 else "",
         "notes": notes,
     }
@@ -221,7 +222,7 @@ def costs_of_runs(run_ids: list[int], *, mode: str = "live") -> dict[int, dict[s
     for run_id, costs in totals.items():
         same = len(currencies[run_id]) <= 1
         total = sum(costs, Decimal(0)) if None not in costs and same else None
-        out[run_id]["cost"] = _money(total)
+        out[run_id]["cost"] = money(total)
         out[run_id]["currency"] = next(iter(currencies[run_id]), "") if same else ""
     return out
 

@@ -144,6 +144,7 @@ class ScoringRun(models.Model):
         COMPLETE = "complete", "Complete"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
+        STOPPED = "stopped", "Stopped at budget"
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="runs")
     edition = models.ForeignKey(KeyEdition, on_delete=models.PROTECT, related_name="runs")
@@ -180,6 +181,24 @@ class ScoringRun(models.Model):
         help_text="Last time the periodic heal_runs task sent the stalled run to the workers "
         "again; it is not sent again until a worker has reported on it since.",
     )
+    # A budget (issue 20 item 4; scoring.budget): the run stops before a chunk whose
+    # estimated calls would take its spend past a cap. NULL = no cap.
+    budget_cost = models.DecimalField(
+        max_digits=14,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal(0))],
+        help_text="Cost cap, in budget_currency (the judges' price currency).",
+    )
+    budget_currency = models.CharField(max_length=10, blank=True)
+    budget_tokens = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Token cap: input plus output tokens."
+    )
+    # What the chunks sending calls now are estimated to spend (scoring.budget): a chunk
+    # adds its estimate when admitted and takes it off when its calls are settled.
+    budget_reserved_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    budget_reserved_tokens = models.BigIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]

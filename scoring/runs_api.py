@@ -87,6 +87,9 @@ class RunSerializer(serializers.ModelSerializer):
             "unparsed",
             "progress",
             "error",
+            "budget_cost",
+            "budget_currency",
+            "budget_tokens",
             "on_complete",
             "created_at",
             "started_at",
@@ -119,6 +122,15 @@ class RunCreateSerializer(serializers.Serializer):
     edition = serializers.CharField(required=False, allow_blank=True)
     kind = serializers.ChoiceField(choices=ScoringRun.Kind.choices, default=ScoringRun.Kind.GRADE)
     judges = serializers.ListField(child=serializers.CharField(), required=False)
+    budget_cost = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="Cost cap in the judges' price currency (decimal string); none: no cap.",
+    )
+    budget_tokens = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, help_text="Cap on input + output tokens."
+    )
 
     def validate(self, attrs: dict) -> dict:
         from questions.selectors import get_benchmark, get_edition
@@ -166,11 +178,64 @@ class RunListCreate(generics.ListAPIView):
                 judges=data.validated_data["judge_objs"],
                 kind=data.validated_data["kind"],
                 user=request.user,
+                budget_cost=data.validated_data.get("budget_cost"),
+                budget_tokens=data.validated_data.get("budget_tokens"),
             )
         except DomainError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         run.refresh_from_db()
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+class JudgeEstimateSerializer(serializers.Serializer):
+    judge = serializers.CharField()
+    pairs = serializers.IntegerField()
+    calls = serializers.IntegerField()
+    tokens_in = serializers.IntegerField(help_text="Input tokens, cached ones included.")
+    tokens_cached = serializers.IntegerField()
+    tokens_out = serializers.IntegerField()
+    cost_live = serializers.CharField(allow_null=True, help_text="null: a price is empty.")
+    cost_batch = serializers.CharField(allow_null=True, help_text="null: a price is empty.")
+    currency = serializers.CharField()
+    basis = serializers.CharField(help_text="How the tokens were estimated, in words.")
+
+
+class RunEstimateSerializer(serializers.Serializer):
+    needed = serializers.IntegerField()
+    calls = serializers.IntegerField()
+    tokens_in = serializers.IntegerField()
+    tokens_cached = serializers.IntegerField()
+    tokens_out = serializers.IntegerField()
+    cost_live = serializers.CharField(allow_null=True)
+    cost_batch = serializers.CharField(allow_null=True)
+    currency = serializers.CharField()
+    judges = JudgeEstimateSerializer(many=True)
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class RunEstimate(APIView):
+    """What a run would send and cost (scoring.estimate), before it is started: GET with
+    benchmark, edition, kind and judges (comma-separated ids) as for POST runs/. Creates
+    nothing and calls no judge."""
+
+    permission_classes = [CanManageRuns]
+
+    @extend_schema(request=None, responses={200: RunEstimateSerializer})
+    def get(self, request):
+        from scoring.estimate import estimate_run
+
+        query = request.query_params
+        data = {k: query[k] for k in ("benchmark", "edition", "kind") if query.get(k)}
+        if query.get("judges"):
+            data["judges"] = [j.strip() for j in query["judges"].split(",") if j.strip()]
+        params = RunCreateSerializer(data=data)
+        params.is_valid(raise_exception=True)
+        estimate = estimate_run(
+            edition=params.validated_data["edition_obj"],
+            judges=params.validated_data["judge_objs"],
+            kind=params.validated_data["kind"],
+        )
+        return Response(estimate.as_json())
 
 
 class RunDetail(generics.RetrieveAPIView):
@@ -204,7 +269,25 @@ class RunCancel(_RunAction):
     run_action = staticmethod(services.scoring_run_cancel)
 
 
-class RunResume(_RunAction):
-    """Send an unfinished run's pending pairs again."""
+class RunResumeSerializer(serializers.Serializer):
+    budget_cost = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+    budget_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=0)
 
-    run_action = staticmethod(services.scoring_run_resume)
+
+class RunResume(APIView):
+    """Send an unfinished run's pending pairs again; a run stopped at its budget too, with
+    budget_cost / budget_tokens raised (409 with the reason when it would stop at once)."""
+
+    permission_classes = [CanManageRuns]
+
+    @extend_schema(request=RunResumeSerializer, responses={200: RunSerializer})
+    def post(self, request, pk: int):
+        run = get_object_or_404(ScoringRun, pk=pk)
+        data = RunResumeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            run = services.scoring_run_resume(run=run, user=request.user, **data.validated_data)
+        except DomainError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        run.refresh_from_db()
+        return Response(RunSerializer(run).data)

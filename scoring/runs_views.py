@@ -52,6 +52,7 @@ def timing(run: ScoringRun) -> dict:
 
 def _decorate(run: ScoringRun) -> ScoringRun:
     run.is_active = run.status in services.ACTIVE_STATUSES
+    run.is_stopped = run.status == ScoringRun.Status.STOPPED
     run.percent = round(100 * run.progress, 1)
     run.stall = runs_selectors.run_stall(run) if run.is_active else None
     # no rate or time left while nothing moves: an ETA would be made up
@@ -97,7 +98,12 @@ def run_create(request: HttpRequest) -> HttpResponse:
     judges, _ = services.active_graders(edition, role=role)
     try:
         run = services.scoring_run_create(
-            edition=edition, judges=judges, kind=kind, user=request.user
+            edition=edition,
+            judges=judges,
+            kind=kind,
+            user=request.user,
+            budget_cost=request.POST.get("budget_cost", "").strip() or None,
+            budget_tokens=request.POST.get("budget_tokens", "").strip() or None,
         )
     except DomainError as exc:
         messages.error(request, str(exc))
@@ -108,6 +114,35 @@ def run_create(request: HttpRequest) -> HttpResponse:
         text = f"nothing lacks a grade; all {run.reused} reused."
     messages.success(request, f"Run {run.pk} for {edition.benchmark.name} / {edition.name}: {text}")
     return redirect("scoring:run-detail", pk=run.pk)
+
+
+@require_GET
+def run_estimate(request: HttpRequest) -> HttpResponse:
+    """Return the estimate of the run the Start buttons would create (edition pk, kind):
+    an htmx fragment of the Runs page, loaded as each edition's row is shown; a page of its
+    own without htmx. Creates nothing and calls no judge (scoring.estimate)."""
+    from scoring.estimate import estimate_run, estimate_summary
+
+    _require_admin(request)
+    edition = get_object_or_404(
+        KeyEdition.objects.select_related("benchmark"), pk=request.GET.get("edition")
+    )
+    kind = request.GET.get("kind") or ScoringRun.Kind.GRADE
+    if kind not in ScoringRun.Kind.values:
+        return HttpResponse(f"Unknown run kind {kind!r}.", status=400)
+    role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
+    judges, _ = services.active_graders(edition, role=role)
+    estimate = estimate_run(edition=edition, judges=judges, kind=kind)
+    context = {
+        "estimate": estimate,
+        "summary": estimate_summary(estimate),
+        "edition": edition,
+        "kind": kind,
+        "kind_label": ScoringRun.Kind(kind).label,
+    }
+    fragment = request.htmx and not request.htmx.history_restore_request
+    template = "scoring/runs_estimate.html" if fragment else "scoring/runs_estimate_page.html"
+    return render(request, template, context)
 
 
 @require_GET
@@ -169,7 +204,12 @@ def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
     _require_admin(request)
     run = get_object_or_404(ScoringRun, pk=pk)
     try:
-        services.scoring_run_resume(run=run, user=request.user)
+        services.scoring_run_resume(
+            run=run,
+            user=request.user,
+            budget_cost=request.POST.get("budget_cost", "").strip() or None,
+            budget_tokens=request.POST.get("budget_tokens", "").strip() or None,
+        )
         messages.success(request, f"Run {run.pk} resumed.")
     except DomainError as exc:
         messages.error(request, str(exc))

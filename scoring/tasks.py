@@ -5,8 +5,9 @@
   `scoring.grade_chunk`. Sending it again is how a run resumes (`rescore --resume`):
   settled pairs are skipped.
 - `scoring.grade_chunk(run_id, pairs)`: settle each pair ([response id or null, judge id,
-  key entry id]) by the run's kind; the chunk that settles the last pair closes the run
-  (DB counters, no chord: we have no result backend).
+  key entry id]) by the run's kind, once the run's budget (scoring.budget) admits the
+  chunk's calls (refused: the run stops, "stopped at budget"); the chunk that settles
+  the last pair closes the run (DB counters, no chord: we have no result backend).
 - `scoring.refresh_leaderboard(run_id)`: warm the edition's leaderboard after a run.
 - `scoring.rescore_requested(edition_id)`: start a published edition's re-scoring (the
   publish wrote a RescoreRequest; this creates the run). `scoring.sweep_rescore_requests`
@@ -35,6 +36,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from scoring import services
+from scoring.budget import RunBudget
 from scoring.models import PairLease, RunItem, ScoringRun
 from scoring.services.heartbeat import report_run
 from scoring.services.tunables import max_chunk_retries, retry_base_seconds
@@ -133,7 +135,9 @@ def grade_chunk(
     final = retries >= max_chunk_retries()
     try:
         with services.RunHeartbeat(run_id):
-            outcome = services.settle_chunk(run=run, pairs=pairs, final_attempt=final)
+            outcome = services.settle_chunk(
+                run=run, pairs=pairs, final_attempt=final, budget=RunBudget(run)
+            )
     except SoftTimeLimitExceeded:
         # Settled pairs are skipped next time; the one interrupted keeps its lease and its
         # "started" ledger row, so it is counted as lost when it is claimed again.
@@ -168,7 +172,9 @@ def _settle_eagerly(run: ScoringRun, pairs: list, retries: int) -> dict[str, int
     while again:
         final = retries >= max_chunk_retries()
         with services.RunHeartbeat(run.pk, threaded=threaded):
-            outcome = services.settle_chunk(run=run, pairs=again, final_attempt=final)
+            outcome = services.settle_chunk(
+                run=run, pairs=again, final_attempt=final, budget=RunBudget(run)
+            )
         for state, n in outcome.settled.items():
             settled[state] = settled.get(state, 0) + n
         if outcome.busy:

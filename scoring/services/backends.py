@@ -109,15 +109,33 @@ def citation_text(entry: KeyEntry) -> str:
 def grading_input(work: WorkItem, scale: list) -> Any:
     """Return the scoring.judges.GradingInput for a grade pair's work item: question, key
     answer, citation text and response text, with the benchmark's grade `scale`."""
+    return grading_input_for(work.key_entry, work.response, scale)
+
+
+def grading_input_for(key_entry: KeyEntry, response: Any, scale: list) -> Any:
+    """Return the scoring.judges.GradingInput a judge is sent for (key entry, response): the
+    one place what a judge sees is assembled (the run's calls and scoring.estimate's
+    rendered prompts). key_entry needs its question and citation document loaded."""
     from scoring.judges import GradingInput
 
-    key_entry, response = work.key_entry, work.response
     return GradingInput(
         question=key_entry.question.text,
         key_answer=key_entry.answer,
         citation_text=citation_text(key_entry),
         response=response.text,
         scale=scale,
+    )
+
+
+def audit_input(key_entry: KeyEntry) -> Any:
+    """Return the scoring.judges.AuditInput an auditor is sent for a key entry: question,
+    key answer and citation, never a response (methodology rule 4)."""
+    from scoring.judges import AuditInput
+
+    return AuditInput(
+        question=key_entry.question.text,
+        key_answer=key_entry.answer,
+        citation_text=citation_text(key_entry),
     )
 
 

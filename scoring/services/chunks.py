@@ -35,12 +35,16 @@ def settle_chunk(
     pairs: Sequence[Sequence[int | None]],
     final_attempt: bool = True,
     backends: dict[int, Any] | None = None,
+    budget: Any = None,
 ) -> ChunkOutcome:
     """Settle each pair of a chunk (grade or audit by the run's kind); stop if the run stops.
 
     pairs: [[response id or None, judge id, key entry id], ...] (JSON from the task).
     backends: {judge pk: backend} to use (and fill) instead of scoring.services.backends'
-    cache. Returns the ChunkOutcome: pairs held by another worker, or whose judge is
+    cache. budget: the run's budget check (scoring.budget.RunBudget) or None: the pairs
+    about to be sent are passed to its admit() first; when it refuses them (it stopped the
+    run) none is sent and outcome.stopped is set; its release() follows their settling.
+    Returns the ChunkOutcome: pairs held by another worker, or whose judge is
     unavailable while retries remain (`final_attempt` False), are returned in `busy` /
     `unavailable` for the task to send again later; a pair naming a missing row is logged
     and skipped. Inputs, items and existing grades are read once per chunk, not per pair.
@@ -84,8 +88,15 @@ def settle_chunk(
         work.append(WorkItem(key, judge, entry, response, item, key not in present))
     kwargs = {"run": run, "work": work, "judges": judges, "backends": backends}
     if run.kind == ScoringRun.Kind.GRADE:
-        return _grade_chunk(**kwargs, final_attempt=final_attempt, outcome=outcome)
-    return audit_with_threads(**kwargs, final_attempt=final_attempt, outcome=outcome)
+        return _grade_chunk(**kwargs, final_attempt=final_attempt, outcome=outcome, budget=budget)
+    if budget is not None and not budget.admit([w for w in work if w.absent]):
+        outcome.stopped = True
+        return outcome
+    try:
+        return audit_with_threads(**kwargs, final_attempt=final_attempt, outcome=outcome)
+    finally:
+        if budget is not None:
+            budget.release()
 
 
 def _grade_chunk(
@@ -96,6 +107,7 @@ def _grade_chunk(
     backends: dict[int, Any],
     final_attempt: bool,
     outcome: ChunkOutcome,
+    budget: Any = None,
 ) -> ChunkOutcome:
     """Grade a chunk's pending pairs, at most once each, in few statements.
 
@@ -103,7 +115,8 @@ def _grade_chunk(
     - the rest go to a transport, which claims them in groups through the ledger, writes a
       "started" ledger row per call before it (a pair another run has in flight is left to
       it: returned in outcome.busy, and reused when its grade has landed) and hands the results to a BatchSettler
-      (grade, ledger, counters in one transaction per batch);
+      (grade, ledger, counters in one transaction per batch), once the run's budget
+      (if any) admitted them all: refused, none is sent (outcome.stopped);
     - on an error the pairs that finished before it are settled, then the error is raised.
     """
     lock = threading.Lock()
@@ -119,6 +132,27 @@ def _grade_chunk(
     settler.flush()
     if not absent:
         return outcome
+    if budget is not None and not budget.admit(absent):
+        outcome.stopped = True
+        return outcome
+    try:
+        return _send(run, absent, judges, backends, final_attempt, outcome, settler)
+    finally:
+        if budget is not None:
+            budget.release()
+
+
+def _send(
+    run: ScoringRun,
+    absent: list[WorkItem],
+    judges: dict[int, Judge],
+    backends: dict[int, Any],
+    final_attempt: bool,
+    outcome: ChunkOutcome,
+    settler: BatchSettler,
+) -> ChunkOutcome:
+    """Send the grade pairs that lack a grade down one transport and settle them (the
+    finished ones first when an error is raised)."""
     on_loop = async_ready(backends[w.key.judge_id] for w in absent)
     transport = grade_on_loop if on_loop else grade_with_threads
     try:

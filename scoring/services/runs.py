@@ -53,6 +53,8 @@ def scoring_run_create(
     user: Any = None,
     on_complete: str = "",
     enqueue: bool = True,
+    budget_cost: Any = None,
+    budget_tokens: Any = None,
 ) -> ScoringRun:
     """Create a run for the pairs that lack a grade (or verdict) and enqueue it after commit.
 
@@ -62,9 +64,13 @@ def scoring_run_create(
     sent with the run id when the run finishes; for a key-audit run left without one it is
     settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK (the composition root sets it to review's
     `review.triage_after_audit`, so every audit run - Runs page, API or `audit_key` - ends
-    with triage of its edition, and scoring never imports review). Raises DomainError when
-    no judge can grade.
+    with triage of its edition, and scoring never imports review). budget_cost /
+    budget_tokens: the run's caps (scoring.budget.parse_budget input; None = no cap),
+    audit-logged. Raises DomainError when no judge can grade, scoring.budget.BudgetError
+    for a budget that cannot be set (nothing is created then).
     """
+    from scoring.budget import budget_currency, parse_budget, set_budget
+
     if kind == ScoringRun.Kind.AUDIT and not on_complete:
         on_complete = settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
@@ -78,6 +84,9 @@ def scoring_run_create(
     else:
         pairs = rescore_needed_pairs(edition=edition, judges=usable)
     total = total_pairs(edition, usable, kind)
+    cap_cost, cap_tokens = parse_budget(budget_cost, budget_tokens)
+    if cap_cost is not None:
+        budget_currency(usable)  # refuse before anything is written
     with transaction.atomic():
         run = ScoringRun.objects.create(
             benchmark_id=edition.benchmark_id,
@@ -90,6 +99,8 @@ def scoring_run_create(
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         run.judges.set(usable)
+        if cap_cost is not None or cap_tokens is not None:
+            set_budget(run=run, cost=cap_cost, tokens=cap_tokens, judges=usable, user=user)
         RunItem.objects.bulk_create(
             [RunItem(run=run, response_id=r, judge_id=j, key_entry_id=e) for r, j, e in pairs],
             batch_size=2000,
@@ -127,16 +138,76 @@ def pending_pairs(*, run: ScoringRun) -> list[list[int | None]]:
     ]
 
 
-def scoring_run_resume(*, run: ScoringRun, user: Any = None) -> ScoringRun:
+def scoring_run_resume(
+    *, run: ScoringRun, user: Any = None, budget_cost: Any = None, budget_tokens: Any = None
+) -> ScoringRun:
     """Re-enqueue an unfinished run: its pending pairs are sent again (duplicates are no-ops).
 
+    A run stopped at its budget is made pending again and sent; budget_cost / budget_tokens
+    (None: keep the cap) set new caps first (audit-logged). When the first chunk it would
+    send still does not fit, nothing changes and scoring.budget.BudgetError says so.
     Raises InvalidTransitionError for a finished or cancelled run.
     """
-    if run.status not in ACTIVE_STATUSES:
+    from scoring.budget import (
+        clear_reservations,
+        parse_budget,
+        refuse_if_over,
+        set_budget,
+    )
+
+    resumable = (*ACTIVE_STATUSES, ScoringRun.Status.STOPPED)
+    if run.status not in resumable:
         raise InvalidTransitionError(f"run {run.pk} is {run.status}: nothing to resume")
+    cap_cost, cap_tokens = parse_budget(budget_cost, budget_tokens)
     with transaction.atomic():
+        run = ScoringRun.objects.select_for_update().select_related("benchmark").get(pk=run.pk)
+        if cap_cost is not None or cap_tokens is not None:
+            set_budget(
+                run=run,
+                cost=cap_cost if cap_cost is not None else run.budget_cost,
+                tokens=cap_tokens if cap_tokens is not None else run.budget_tokens,
+                judges=list(run.judges.all()),
+                user=user,
+            )
+        if run.status == ScoringRun.Status.STOPPED:
+            clear_reservations([run.pk])
+            run.refresh_from_db()
+            refuse_if_over(run, first_chunk_work(run))
+            ScoringRun.objects.filter(pk=run.pk).update(
+                status=ScoringRun.Status.PENDING,
+                finished_at=None,
+                error=append_note(
+                    run.error, f"resumed by {getattr(user, 'username', None) or 'system'}"
+                ),
+            )
+            run.refresh_from_db()
         scoring_run_enqueue(run=run)
     return run
+
+
+def first_chunk_work(run: ScoringRun) -> list[Any]:
+    """Return the rows (judge, key_entry, response) of the first chunk a resumed run would
+    send: its pending pairs in order, cut as scoring.tasks.chunk_bounds cuts them."""
+    from types import SimpleNamespace
+
+    from questions.models import KeyEntry, Response
+    from scoring.services.tunables import chunk_size
+    from scoring.tasks import chunk_bounds
+
+    pairs = pending_pairs(run=run)
+    if not pairs:
+        return []
+    start, end = chunk_bounds(len(pairs), chunk_size())[0]
+    pairs = pairs[start:end]
+    judges = Judge.objects.in_bulk({j for _, j, _ in pairs})
+    entries = KeyEntry.objects.select_related("question", "citation_document").in_bulk(
+        {e for _, _, e in pairs}
+    )
+    responses = Response.objects.only("id", "text").in_bulk({r for r, _, _ in pairs if r})
+    return [
+        SimpleNamespace(judge=judges[j], key_entry=entries[e], response=responses.get(r))
+        for r, j, e in pairs
+    ]
 
 
 def scoring_run_cancel(*, run: ScoringRun, user: Any = None) -> ScoringRun:
@@ -336,9 +407,13 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
       the last report is sent again (`scoring.run_start`, after commit: its pending pairs go
       out in fresh chunks; duplicates of chunks still queued claim nothing twice). Its
       `resent_at` is stamped, so a run no worker picks up is sent once, not every period.
+    Only pending and running runs are sent again: a run stopped at its budget (or cancelled,
+    or finished) never restarts by itself; its budget reservations are zeroed when it is.
     Returns {"leases": n, "calls_lost": n, "items": n, "slots": n, "resent": [run ids]}. Each send is
     logged to the run's notes.
     """
+    from scoring.budget import clear_reservations
+
     now = now or timezone.now()
     done: dict[str, Any] = free_dead_leases(now)
     done["slots"] = _free_dead_slots(now)
@@ -352,6 +427,8 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
     done["resent"] = []
     for run in stalled.order_by("pk"):
         with transaction.atomic():
+            # no chunk of a stalled run is alive: what its killed chunks reserved is free
+            clear_reservations([run.pk])
             ScoringRun.objects.filter(pk=run.pk).update(
                 resent_at=now,
                 error=append_note(

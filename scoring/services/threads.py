@@ -21,7 +21,7 @@ from django.db import transaction
 from questions.models import KeyEntry
 from scoring.models import AuditVerdict, Judge, JudgeCall, RunItem, ScoringRun
 from scoring.services import backends as _backends
-from scoring.services.backends import citation_text, grading_input
+from scoring.services.backends import audit_input, grading_input
 from scoring.services.batching import BatchSettler
 from scoring.services.ledger import (
     claim_group,
@@ -168,7 +168,7 @@ def audit_pair(
     answer and citation only. The ledger row is written before the call and settled with
     the verdict in one transaction.
     """
-    from scoring.judges import AuditInput, JudgeConfigError, JudgeUnavailable
+    from scoring.judges import JudgeConfigError, JudgeUnavailable
 
     item = item or run_item_for(run, None, auditor.pk, key_entry.pk)
     if item.state != RunItem.State.PENDING:
@@ -190,13 +190,7 @@ def audit_pair(
         return RunItem.State.REUSED
     try:
         backend = backend or _backends.judge_backend(auditor)
-        result = backend.audit(
-            AuditInput(
-                question=key_entry.question.text,
-                key_answer=key_entry.answer,
-                citation_text=citation_text(key_entry),
-            )
-        )
+        result = backend.audit(audit_input(key_entry))
     except JudgeUnavailable as exc:
         return judge_failed(run, item, call, str(exc), retryable=not final_attempt)
     except JudgeConfigError as exc:

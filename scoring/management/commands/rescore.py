@@ -1,12 +1,18 @@
 """Grade what lacks a grade against an edition's key entries (cli.md `rescore`, rule 8).
 
     rescore [--edition NAME] [--judges ID,ID] [--wait] [--resume [--run ID]] [--format json]
-            [--benchmark NAME]
+            [--dry-run] [--budget-cost X] [--budget-tokens N] [--benchmark NAME]
 
 Creates a re-scoring run for the pairs (response, judge) lacking a grade against the
 edition's current key entry and the judge's current prompt version, and enqueues it.
 --wait polls the database until the run finishes (with eager tasks it already has).
---resume sends an unfinished run's pending pairs again instead of creating a run.
+--resume sends an unfinished run's pending pairs again instead of creating a run (a run
+stopped at its budget too: give a raised --budget-cost / --budget-tokens).
+--dry-run creates no run and calls no judge: it prints what the run would need and its
+estimated tokens and cost (scoring.estimate; cli.md keys needed, calls, tokens_in,
+tokens_out, cost_live, cost_batch, plus tokens_cached, judges, notes).
+--budget-cost X (in the judges' price currency) / --budget-tokens N (input + output) cap
+the run: it stops before a chunk whose calls would pass the cap (scoring.budget).
 Exit 0 on success, 1 on bad input or a run that finished failed, 2 on wrong usage.
 """
 
@@ -75,6 +81,24 @@ class RunCommand(JsonCommand):
             metavar="ID",
             help="with --resume: the run (default: the edition's newest unfinished)",
         )
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="create no run, call no judge: print the pairs needed and the estimated "
+            "tokens and cost",
+        )
+        parser.add_argument(
+            "--budget-cost",
+            metavar="X",
+            default=None,
+            help="stop the run before its cost passes X (in the judges' price currency)",
+        )
+        parser.add_argument(
+            "--budget-tokens",
+            metavar="N",
+            default=None,
+            help="stop the run before its input + output tokens pass N",
+        )
         add_benchmark_argument(parser)
         add_format_argument(parser)
 
@@ -83,17 +107,25 @@ class RunCommand(JsonCommand):
 
         if options["run"] is not None and not options["resume"]:
             raise usage_error("--run is only used with --resume")
+        if options["dry_run"] and (options["resume"] or options["wait"]):
+            raise usage_error("--dry-run starts nothing: it takes no --resume or --wait")
+        budget = {"budget_cost": options["budget_cost"], "budget_tokens": options["budget_tokens"]}
         benchmark = resolve_benchmark(options["benchmark"])
         try:
             edition = get_edition(benchmark, options["edition"])
         except DomainError as exc:
             raise domain_error(exc) from exc
         if options["resume"]:
-            run = self._resume(edition, options["run"])
+            run = self._resume(edition, options["run"], budget)
         else:
             judges = self._judges(benchmark, edition, options[self.judges_option])
+            if options["dry_run"]:
+                self._dry_run(edition, judges, options["format"])
+                return
             try:
-                run = services.scoring_run_create(edition=edition, judges=judges, kind=self.kind)
+                run = services.scoring_run_create(
+                    edition=edition, judges=judges, kind=self.kind, **budget
+                )
             except DomainError as exc:
                 raise domain_error(exc) from exc
             for note in filter(None, run.error.splitlines()):
@@ -102,6 +134,11 @@ class RunCommand(JsonCommand):
             run = self._wait(run, options["timeout"], quiet=options["format"] == "json")
         run.refresh_from_db()
         self._report(run, options["format"])
+        if run.status == ScoringRun.Status.STOPPED:
+            self.stderr.write(
+                f"run {run.pk} stopped at its budget; `--resume --run {run.pk}` with a raised "
+                "--budget-cost / --budget-tokens finishes it"
+            )
         if run.status == ScoringRun.Status.FAILED:
             raise bad_input(f"run {run.pk} finished with {run.failed} failed pair(s): {run.error}")
 
@@ -128,7 +165,27 @@ class RunCommand(JsonCommand):
             )
         return [found[i] for i in ids]
 
-    def _resume(self, edition, run_id: int | None) -> ScoringRun:
+    def _dry_run(self, edition, judges: list[Judge], fmt: str) -> None:
+        """Print the run's estimate (scoring.estimate.estimate_run); nothing is written."""
+        from scoring.estimate import estimate_run, estimate_summary
+
+        estimate = estimate_run(edition=edition, judges=judges, kind=self.kind)
+        if fmt == "json":
+            write_json(self, {"edition": edition.name, "kind": self.kind, **estimate.as_json()})
+            return
+        self.stdout.write(
+            f"{self.kind} run of {edition.name} (dry run, nothing sent): "
+            f"needed {estimate.needed}; {estimate_summary(estimate)}"
+        )
+        for judge in estimate.judges:
+            self.stdout.write(
+                f"  {judge.judge}: {judge.calls} calls, {judge.tokens_in} tokens in "
+                f"({judge.tokens_cached} cached), {judge.tokens_out} out; {judge.basis}"
+            )
+        for note in estimate.notes:
+            self.stdout.write(f"  note: {note}")
+
+    def _resume(self, edition, run_id: int | None, budget: dict) -> ScoringRun:
         runs = ScoringRun.objects.filter(kind=self.kind)
         if run_id is not None:
             run = runs.filter(pk=run_id, benchmark=edition.benchmark).first()
@@ -137,8 +194,9 @@ class RunCommand(JsonCommand):
                     f"no {self.kind} run {run_id} in benchmark {edition.benchmark.name}"
                 )
         else:
+            resumable = (*services.ACTIVE_STATUSES, ScoringRun.Status.STOPPED)
             run = (
-                runs.filter(edition=edition, status__in=services.ACTIVE_STATUSES)
+                runs.filter(edition=edition, status__in=resumable)
                 .order_by("-created_at", "-id")
                 .first()
             )
@@ -147,7 +205,7 @@ class RunCommand(JsonCommand):
                     f"no unfinished {self.kind} run of edition {edition.name} to resume"
                 )
         try:
-            services.scoring_run_resume(run=run)
+            run = services.scoring_run_resume(run=run, **budget)
         except DomainError as exc:
             raise domain_error(exc) from exc
         self.stderr.write(f"run {run.pk}: resumed ({run.needed - run.done} pair(s) remaining)")

@@ -1,0 +1,306 @@
+"""A run's budget: a cost cap and/or a token cap, checked before each chunk sends its calls
+(issue 20 item 4).
+
+The check (`RunBudget.admit`, called by scoring.services.chunks.settle_chunk for the pairs a
+chunk is about to send) runs under a row lock on the run and admits the chunk only when
+
+    spent + reserved + the chunk's estimate <= cap
+
+- spent: the run's billed calls in the JudgeCall ledger, priced by scoring.costs at the
+  judges' live prices (tokens: input + output of the calls that reported usage);
+- reserved: the estimates of the run's chunks admitted earlier whose calls are not all
+  settled yet (ScoringRun.budget_reserved_*; a chunk adds its estimate when admitted and
+  takes it off once its calls are settled, `release`);
+- the chunk's estimate: scoring.estimate.estimate_pairs of the chunk's pairs that will be
+  sent (pairs already graded are settled as reused first and cost nothing).
+
+A chunk that does not fit sends nothing: the run is stopped (status "stopped", a note with
+the spend and the cap, an audit-log entry) before any of its calls is started, so no call
+is half-recorded; chunks already sending finish the calls they started (as on a cancel).
+The exact guarantee: the estimates admitted never add up to more than the cap; the spend
+can exceed the cap only by how much the admitted chunks' real usage exceeds their
+estimates (in a run whose chunks go one after another: the last chunk's error only, since
+each check reads the real spend of the chunks before it). Calls whose backend reports no
+usage add nothing to `spent` (their usage is unknown, never 0 in the reports).
+
+`rescore --resume --budget-cost Y` (scoring.services.scoring_run_resume) raises the cap and
+sends the stopped run again; a resume whose first chunk still does not fit is refused at
+once with the same message (`refuse_if_over`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import ROUND_UP, Decimal, InvalidOperation
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from core.actions import Action
+from core.services import audit_log
+from questions.errors import DomainError
+from scoring.costs import Prices, calls_cost
+from scoring.estimate import Calibration, RunEstimate, combine, estimate_pairs
+from scoring.models import Judge, JudgeCall, ScoringRun
+
+SIX_PLACES = Decimal("0.000001")
+
+
+class BudgetError(DomainError):
+    """A budget that cannot be set or checked (bad value, unpriced judge, mixed currencies),
+    or a resume whose cap is still too low; the message says what and where."""
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What a run's billed calls cost so far: tokens (input + output, calls with usage) and
+    cost (Decimal in the judges' currency; calls whose judge has no price add nothing)."""
+
+    tokens: int
+    cost: Decimal
+
+
+def parse_budget(cost: Any = None, tokens: Any = None) -> tuple[Decimal | None, int | None]:
+    """Return (cost cap, token cap) from user input (strings, numbers or None/"" = no cap).
+
+    Raises BudgetError naming the field for a value that is not a non-negative number (cost,
+    up to 6 decimal places) or a non-negative whole number (tokens).
+    """
+    cap_cost = cap_tokens = None
+    if cost not in (None, ""):
+        try:
+            cap_cost = Decimal(str(cost).strip())
+        except InvalidOperation:
+            raise BudgetError(f"budget cost: {cost!r} is not a number") from None
+        if not cap_cost.is_finite() or cap_cost < 0 or cap_cost != cap_cost.quantize(SIX_PLACES):
+            raise BudgetError(
+                f"budget cost: {cost!r} must be 0 or more, with at most 6 decimal places"
+            )
+    if tokens not in (None, ""):
+        try:
+            cap_tokens = int(str(tokens).strip().replace(",", "").replace("_", ""))
+        except ValueError:
+            raise BudgetError(f"budget tokens: {tokens!r} is not a whole number") from None
+        if cap_tokens < 0:
+            raise BudgetError(f"budget tokens: {tokens!r} must be 0 or more")
+    return cap_cost, cap_tokens
+
+
+def budget_currency(judges: Sequence[Judge]) -> str:
+    """Return the one currency a cost cap over `judges` is in (their price currency).
+
+    Raises BudgetError when a judge has no live input or output price (its spend could not
+    be priced) or the judges' prices are in different currencies (a cap cannot mix them).
+    """
+    unpriced = [
+        j.judge_id
+        for j in judges
+        if Prices.of(j, "live").input is None or Prices.of(j, "live").output is None
+    ]
+    if unpriced:
+        raise BudgetError(
+            f"a cost cap needs live prices: judge {', '.join(unpriced)} has none "
+            "(set its prices, or give a token cap instead)"
+        )
+    currencies = sorted({j.price_currency for j in judges})
+    if len(currencies) > 1:
+        named = ", ".join(f"{j.judge_id} in {j.price_currency}" for j in judges)
+        raise BudgetError(
+            f"a cost cap cannot mix currencies: the judges are priced {named} "
+            "(give a token cap, or run the judges separately)"
+        )
+    return currencies[0] if currencies else ""
+
+
+def set_budget(
+    *,
+    run: ScoringRun,
+    cost: Decimal | None,
+    tokens: int | None,
+    judges: Sequence[Judge],
+    user: Any = None,
+) -> None:
+    """Give the run a cost and/or token cap (None: no cap of that kind) and audit-log it
+    (Action.RUN_BUDGET_SET, caps before and after). Call inside the transaction that
+    creates or resumes the run. Raises BudgetError as budget_currency."""
+    currency = budget_currency(judges) if cost is not None else ""
+    before = budget_state(run)
+    run.budget_cost, run.budget_tokens, run.budget_currency = cost, tokens, currency
+    ScoringRun.objects.filter(pk=run.pk).update(
+        budget_cost=cost, budget_tokens=tokens, budget_currency=currency
+    )
+    audit_log(
+        actor=user,
+        action=Action.RUN_BUDGET_SET,
+        target_type="run",
+        target_id=run.pk,
+        target_label=str(run),
+        benchmark_name=run.benchmark.name,
+        before=before if before != {"cost": None, "currency": "", "tokens": None} else None,
+        after=budget_state(run),
+    )
+
+
+def budget_state(run: ScoringRun) -> dict[str, Any]:
+    """Return the run's caps as JSON: {"cost": string or None, "currency", "tokens"}."""
+    cost = None if run.budget_cost is None else f"{run.budget_cost.quantize(SIX_PLACES)}"
+    return {"cost": cost, "currency": run.budget_currency, "tokens": run.budget_tokens}
+
+
+def has_budget(run: ScoringRun) -> bool:
+    """Return True when the run has a cost or token cap."""
+    return run.budget_cost is not None or run.budget_tokens is not None
+
+
+def spent(run: ScoringRun) -> Spent:
+    """Return the run's spend so far from the JudgeCall ledger (scoring.costs.calls_cost,
+    live prices): two queries."""
+    summary = calls_cost(JudgeCall.objects.filter(run=run))
+    tokens = sum((j["input_tokens"] or 0) + (j["output_tokens"] or 0) for j in summary["judges"])
+    cost = sum((Decimal(j["cost"]) for j in summary["judges"] if j["cost"]), Decimal(0))
+    return Spent(tokens, cost)
+
+
+def over_budget(run: ScoringRun, estimate: RunEstimate) -> str:
+    """Return why `estimate`'s calls do not fit in the run's budget ("" when they do): the
+    run row (locked by the caller) gives the caps and the reservations, the ledger the
+    spend."""
+    if not has_budget(run) or not estimate.calls:
+        return ""
+    now = spent(run)
+    lines = []
+    if run.budget_tokens is not None:
+        need = estimate.tokens_in + estimate.tokens_out
+        if now.tokens + run.budget_reserved_tokens + need > run.budget_tokens:
+            lines.append(
+                f"{now.tokens:,} tokens spent of the {run.budget_tokens:,}-token cap"
+                + (
+                    f" ({run.budget_reserved_tokens:,} more on their way)"
+                    if run.budget_reserved_tokens
+                    else ""
+                )
+                + f"; the next {estimate.calls} call(s) need about {need:,} tokens"
+            )
+    if run.budget_cost is not None:
+        cur = run.budget_currency
+        need_cost = estimate.cost_live
+        if need_cost is None:
+            lines.append(
+                f"the cost cap cannot be checked: {estimate.cost_unknown_reason() or 'no price'}"
+            )
+        elif now.cost + run.budget_reserved_cost + need_cost > run.budget_cost:
+            lines.append(
+                f"{now.cost.quantize(SIX_PLACES)} {cur} spent of the "
+                f"{run.budget_cost.quantize(SIX_PLACES)} {cur} cap"
+                + (
+                    f" ({run.budget_reserved_cost} {cur} more on their way)"
+                    if run.budget_reserved_cost
+                    else ""
+                )
+                + f"; the next {estimate.calls} call(s) cost about "
+                f"{need_cost.quantize(SIX_PLACES, ROUND_UP)} {cur}"
+            )
+    return "; ".join(lines)
+
+
+def stop_run(run: ScoringRun, reason: str) -> bool:
+    """Stop an active run at its budget: status "stopped", a note, an audit-log entry
+    (Action.RUN_BUDGET_STOP, by the system). Returns False when the run was no longer
+    active. Call inside a transaction."""
+    from scoring.services.work import ACTIVE_STATUSES, append_note
+
+    note = f"stopped at budget at {timezone.localtime():%H:%M:%S}: {reason}"
+    changed = ScoringRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATUSES).update(
+        status=ScoringRun.Status.STOPPED,
+        finished_at=timezone.now(),
+        error=append_note(run.error, note),
+    )
+    if changed:
+        audit_log(
+            actor=None,
+            action=Action.RUN_BUDGET_STOP,
+            target_type="run",
+            target_id=run.pk,
+            target_label=str(run),
+            benchmark_name=run.benchmark.name,
+            after={**budget_state(run), "reason": reason},
+        )
+    return bool(changed)
+
+
+class RunBudget:
+    """The budget check of one chunk: `admit(work)` before its calls are sent, `release()`
+    once they are settled (settle_chunk calls both; see the module docstring)."""
+
+    def __init__(self, run: ScoringRun) -> None:
+        self.run = run
+        self.calibrations: dict[int, Calibration] = {}
+        self.reserved: tuple[int, Decimal] | None = None
+
+    def estimate(self, work: Sequence[Any]) -> RunEstimate:
+        """Return the estimate of the work items' calls (scoring.services.work.WorkItem)."""
+        scale = list(self.run.benchmark.grade_scale or [0, 1, 2])
+        rows = [(w.judge, w.key_entry, w.response) for w in work]
+        return combine(estimate_pairs(rows, scale=scale, calibrations=self.calibrations))
+
+    def admit(self, work: Sequence[Any]) -> bool:
+        """Return True when the chunk's calls fit in the run's budget (and reserve their
+        estimate), False after stopping the run when they do not (or it is not active)."""
+        if not work:
+            return True
+        estimate = self.estimate(work) if has_budget(self.run) else None
+        with transaction.atomic():
+            run = (
+                ScoringRun.objects.select_for_update()
+                .select_related("benchmark")
+                .get(pk=self.run.pk)
+            )
+            if not has_budget(run):
+                return True
+            if estimate is None:
+                estimate = self.estimate(work)
+            reason = over_budget(run, estimate)
+            if reason:
+                stop_run(run, reason)
+                return False
+            tokens = estimate.tokens_in + estimate.tokens_out
+            cost = (estimate.cost_live or Decimal(0)).quantize(SIX_PLACES, ROUND_UP)
+            ScoringRun.objects.filter(pk=run.pk).update(
+                budget_reserved_tokens=F("budget_reserved_tokens") + tokens,
+                budget_reserved_cost=F("budget_reserved_cost") + cost,
+            )
+            self.reserved = (tokens, cost)
+        return True
+
+    def release(self) -> None:
+        """Take the chunk's reservation off the run (its calls are settled or given up)."""
+        if self.reserved is None:
+            return
+        tokens, cost = self.reserved
+        self.reserved = None
+        ScoringRun.objects.filter(pk=self.run.pk).update(
+            budget_reserved_tokens=F("budget_reserved_tokens") - tokens,
+            budget_reserved_cost=F("budget_reserved_cost") - cost,
+        )
+
+
+def clear_reservations(run_ids: Sequence[int]) -> None:
+    """Zero the reservations of runs no chunk is sending for (a stalled run heal_runs sends
+    again, a stopped run resumed): a chunk killed mid-way never released its own."""
+    ScoringRun.objects.filter(pk__in=list(run_ids)).update(
+        budget_reserved_tokens=0, budget_reserved_cost=0
+    )
+
+
+def refuse_if_over(run: ScoringRun, work: Sequence[Any]) -> None:
+    """Raise BudgetError (the run stays stopped) when the first chunk a resume would send
+    (`work`: its WorkItem-like rows) does not fit in the run's budget."""
+    reason = over_budget(run, RunBudget(run).estimate(work))
+    if reason:
+        raise BudgetError(
+            f"run {run.pk} would stop again at once: {reason}. Raise its cap "
+            "(--budget-cost / --budget-tokens) to finish it."
+        )

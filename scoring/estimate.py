@@ -1,0 +1,314 @@
+"""What a re-scoring or key-audit run would cost before it is started (issue 20 item 3).
+
+The pairs come from the selectors a run uses (scoring.services.pairs), the prompts from the
+renderers the judges use (scoring.judges.prompts, inputs from scoring.services.backends), and
+the money from scoring.costs (tokens_cost at Prices.of the judge): nothing here decides what
+needs grading, what a judge sees or what a token costs.
+
+No tokenizer ships with the product, so input tokens are the rendered prompt's characters
+divided by a chars-per-token ratio. The ratio is calibrated per judge from its observed
+calls (the JudgeCall ledger rows with usage: their input tokens over the characters of
+their prompts, rendered again), else DEFAULT_CHARS_PER_TOKEN (4: OpenAI's rule of thumb for
+English text, "a token is about 4 characters"). Output tokens: the judge's observed mean
+per call, else its max_tokens (an upper bound). Cached tokens: the judge's observed cached
+share of input, else none. Every estimate says which of these it used (`basis`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+from questions.models import KeyEdition, KeyEntry, Response
+from scoring.costs import Prices, money, tokens_cost
+from scoring.models import Judge, JudgeCall, ScoringRun
+from scoring.services.backends import audit_input, grading_input_for, judge_backend_config
+from scoring.services.pairs import audit_needed_pairs, graders_for, rescore_needed_pairs
+
+# OpenAI's rule of thumb for English text ("What are tokens and how to count them?"):
+# a token is about 4 characters. Used until a judge has calls with usage to calibrate from.
+DEFAULT_CHARS_PER_TOKEN = 4.0
+# The judge's newest answered calls with usage that calibrate its ratios.
+CALIBRATION_CALLS = 200
+RETRIES_NOTE = (
+    "calls = pairs: calls asked again (rate limits, cut-off or unparsed replies) are not "
+    "included, so a run can make a few more"
+)
+
+
+class Calibration(NamedTuple):
+    """A judge's token ratios: chars_per_token (prompt characters a token), out_per_call
+    (output tokens a call), cached_share (fraction 0-1 of input tokens read from the cache),
+    basis (how they were found, in words)."""
+
+    chars_per_token: float
+    out_per_call: float
+    cached_share: float
+    basis: str
+
+
+@dataclass(frozen=True)
+class JudgeEstimate:
+    """One judge's share of a run: pairs to send, calls, tokens and cost (live and batch
+    prices, Decimal in `currency`; None when a price the tokens need is empty)."""
+
+    judge: str
+    pairs: int
+    calls: int
+    tokens_in: int
+    tokens_cached: int
+    tokens_out: int
+    cost_live: Decimal | None
+    cost_batch: Decimal | None
+    currency: str
+    basis: str
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """A run's estimate: pairs needed, calls, tokens (input includes the cached ones) and
+    cost, in total and per judge; a total cost is None when a judge's is unknown or the
+    judges' currencies differ (notes say which)."""
+
+    needed: int
+    calls: int
+    tokens_in: int
+    tokens_cached: int
+    tokens_out: int
+    cost_live: Decimal | None
+    cost_batch: Decimal | None
+    judges: list[JudgeEstimate]
+    notes: list[str] = field(default_factory=list)
+    currency: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the cli.md `--dry-run` shape: counts as ints, money as strings with 6
+        decimal places (as scoring.costs), None where unknown; `judges` per judge."""
+        out = asdict(self)
+        for row in [out, *out["judges"]]:
+            row["cost_live"] = money(row["cost_live"])
+            row["cost_batch"] = money(row["cost_batch"])
+        return out
+
+    def cost_unknown_reason(self) -> str:
+        """Return why the total cost is unknown ("" when it is known)."""
+        unpriced = [j.judge for j in self.judges if j.cost_live is None]
+        if unpriced:
+            return f"judge {', '.join(unpriced)} has no price"
+        return "; ".join(n for n in self.notes if "currenc" in n) if self.cost_live is None else ""
+
+
+def _scale(benchmark_scale: Any) -> list:
+    return list(benchmark_scale or [0, 1, 2])
+
+
+def prompt_chars(key_entry: KeyEntry, response: Response | None, scale: list) -> int:
+    """Return the characters of the prompt a judge (response given) or an auditor (None) is
+    sent for this pair, rendered as the backends render it."""
+    from scoring.judges import render_auditor_prompt, render_judge_prompt
+
+    if response is None:
+        return len(render_auditor_prompt(audit_input(key_entry)))
+    return len(render_judge_prompt(grading_input_for(key_entry, response, scale)))
+
+
+def calibrate(judge: Judge, *, scale: list, sample: int = CALIBRATION_CALLS) -> Calibration:
+    """Return the judge's token ratios from its `sample` newest answered calls whose usage is
+    known (any run, any edition), else the defaults (4 chars a token, max_tokens out, none
+    cached). Three queries."""
+    rows = list(
+        JudgeCall.objects.filter(
+            judge=judge,
+            outcome=JudgeCall.Outcome.OK,
+            input_tokens__isnull=False,
+            output_tokens__isnull=False,
+        )
+        .order_by("-id")
+        .values_list(
+            "response_id", "key_entry_id", "input_tokens", "cached_tokens", "output_tokens"
+        )[:sample]
+    )
+    entries = _entries({r[1] for r in rows})
+    responses = Response.objects.only("id", "text").in_bulk({r[0] for r in rows if r[0]})
+    chars = tokens_in = cached = out = n = 0
+    memo: dict[tuple, int] = {}
+    for response_id, entry_id, i, c, o in rows:
+        entry, response = entries.get(entry_id), responses.get(response_id)
+        if entry is None or (response_id is not None and response is None):
+            continue
+        key = (response_id, entry_id)
+        if key not in memo:
+            memo[key] = prompt_chars(entry, response, scale)
+        chars, tokens_in, cached, out, n = (
+            chars + memo[key],
+            tokens_in + i,
+            cached + (c or 0),
+            out + o,
+            n + 1,
+        )
+    if n and tokens_in:
+        ratio, per_call, share = chars / tokens_in, out / n, cached / tokens_in
+        return Calibration(
+            ratio,
+            per_call,
+            share,
+            f"input: {ratio:.2f} characters a token and output: {per_call:.1f} tokens a call, "
+            f"observed on {n} call{'s' if n != 1 else ''} of {judge.judge_id} with usage; "
+            f"cached: {share:.0%} of input, as observed",
+        )
+    max_tokens = judge_backend_config(judge).get("max_tokens") or _default_max_tokens()
+    return Calibration(
+        DEFAULT_CHARS_PER_TOKEN,
+        float(max_tokens),
+        0.0,
+        f"input: {DEFAULT_CHARS_PER_TOKEN:g} characters a token (default: no call of "
+        f"{judge.judge_id} reported usage yet); output: {max_tokens} tokens a call (its "
+        f"max_tokens, an upper bound); cached: none assumed",
+    )
+
+
+def _default_max_tokens() -> int:
+    from scoring.judges import JudgeConfig
+
+    return JudgeConfig.__dataclass_fields__["max_tokens"].default
+
+
+def _entries(ids: Iterable[int]) -> dict[int, KeyEntry]:
+    return KeyEntry.objects.select_related("question", "citation_document").in_bulk(list(ids))
+
+
+def estimate_pairs(
+    pairs: Sequence[tuple[Judge, KeyEntry, Response | None]],
+    *,
+    scale: list,
+    calibrations: dict[int, Calibration] | None = None,
+) -> list[JudgeEstimate]:
+    """Return one JudgeEstimate per judge of `pairs` ((judge, key entry, response or None for
+    an audit), the rows a chunk or a run holds), sorted by judge id.
+
+    tokens_in = ceil(sum of the rendered prompts' characters / chars_per_token);
+    tokens_cached = round(tokens_in x cached_share); tokens_out = ceil(pairs x out_per_call).
+    A prompt shared by several judges is rendered once. `calibrations` ({judge pk:
+    Calibration}) is filled with the ones computed (calibrate) and reused when given.
+    """
+    calibrations = {} if calibrations is None else calibrations
+    chars: dict[int, int] = {}
+    count: dict[int, int] = {}
+    judges: dict[int, Judge] = {}
+    memo: dict[tuple, int] = {}
+    for judge, entry, response in pairs:
+        key = (entry.pk, response.pk if response is not None else None)
+        if key not in memo:
+            memo[key] = prompt_chars(entry, response, scale)
+        judges[judge.pk] = judge
+        chars[judge.pk] = chars.get(judge.pk, 0) + memo[key]
+        count[judge.pk] = count.get(judge.pk, 0) + 1
+    out = []
+    for pk in sorted(judges, key=lambda pk: judges[pk].judge_id):
+        judge = judges[pk]
+        if pk not in calibrations:
+            calibrations[pk] = calibrate(judge, scale=scale)
+        cal = calibrations[pk]
+        tokens_in = math.ceil(chars[pk] / cal.chars_per_token)
+        tokens = {
+            "input_tokens": tokens_in,
+            "cached_tokens": min(tokens_in, round(tokens_in * cal.cached_share)),
+            "output_tokens": math.ceil(count[pk] * cal.out_per_call),
+        }
+        out.append(
+            JudgeEstimate(
+                judge=judge.judge_id,
+                pairs=count[pk],
+                calls=count[pk],
+                tokens_in=tokens["input_tokens"],
+                tokens_cached=tokens["cached_tokens"],
+                tokens_out=tokens["output_tokens"],
+                cost_live=tokens_cost(Prices.of(judge, "live"), **tokens),
+                cost_batch=tokens_cost(Prices.of(judge, "batch"), **tokens),
+                currency=judge.price_currency,
+                basis=cal.basis,
+            )
+        )
+    return out
+
+
+def combine(judges: list[JudgeEstimate], notes: Sequence[str] = ()) -> RunEstimate:
+    """Return the RunEstimate totalling `judges`; a total cost is None when a judge's is
+    unknown or the priced judges' currencies differ (a note says which)."""
+    notes = list(notes)
+    totals: dict[str, Decimal | None] = {}
+    for mode in ("live", "batch"):
+        costs = [getattr(j, f"cost_{mode}") for j in judges]
+        missing = [j.judge for j, c in zip(judges, costs, strict=True) if c is None]
+        if missing:
+            notes.append(f"cost unknown ({mode}): judge {', '.join(missing)} has no {mode} price")
+        totals[mode] = None if missing else sum(costs, Decimal(0))
+    currencies = {j.currency for j in judges if j.cost_live is not None}
+    if len(currencies) > 1:
+        notes.append(
+            f"the judges' prices are in different currencies ({', '.join(sorted(currencies))}): "
+            "no total cost"
+        )
+        totals = {"live": None, "batch": None}
+    return RunEstimate(
+        needed=sum(j.pairs for j in judges),
+        calls=sum(j.calls for j in judges),
+        tokens_in=sum(j.tokens_in for j in judges),
+        tokens_cached=sum(j.tokens_cached for j in judges),
+        tokens_out=sum(j.tokens_out for j in judges),
+        cost_live=totals["live"],
+        cost_batch=totals["batch"],
+        judges=judges,
+        notes=notes,
+        currency=next(iter(currencies)) if len(currencies) == 1 else "",
+    )
+
+
+def estimate_run(
+    *, edition: KeyEdition, judges: Sequence[Judge], kind: str = ScoringRun.Kind.GRADE
+) -> RunEstimate:
+    """Return what a run of `kind` over `edition` with `judges` would send and cost, without
+    creating a run or calling a judge.
+
+    The pairs are the run's own (rescore_needed_pairs / audit_needed_pairs, after
+    graders_for: judges that cannot grade are left out with a note); each needed pair's
+    prompt is rendered and measured (estimate_pairs). Reads only: the selectors' queries,
+    the needed responses and entries (two queries), and three per judge to calibrate.
+    """
+    role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
+    usable, notes = graders_for(judges, role=role)
+    if kind == ScoringRun.Kind.AUDIT:
+        needed = audit_needed_pairs(edition=edition, auditors=usable)
+    else:
+        needed = rescore_needed_pairs(edition=edition, judges=usable)
+    by_pk = {j.pk: j for j in usable}
+    entries = _entries({e for _, _, e in needed})
+    responses = Response.objects.only("id", "text").in_bulk({r for r, _, _ in needed if r})
+    rows = [(by_pk[j], entries[e], responses[r] if r is not None else None) for r, j, e in needed]
+    scale = _scale(edition.benchmark.grade_scale)
+    return combine(estimate_pairs(rows, scale=scale), [*notes, RETRIES_NOTE])
+
+
+def estimate_summary(estimate: RunEstimate) -> str:
+    """Return the estimate in one British-English sentence for the pages: "about N calls,
+    ~T tokens, cost X live / Y batch" or "... cost unknown: judge J has no price"."""
+    tokens = estimate.tokens_in + estimate.tokens_out
+    text = f"about {estimate.calls:,} call{'s' if estimate.calls != 1 else ''}, ~{tokens:,} tokens"
+    if not estimate.calls:
+        return "nothing to grade: no call, no cost"
+    if estimate.cost_live is None:
+        return f"{text}, cost unknown: {estimate.cost_unknown_reason()}"
+    batch = (
+        "unknown batch"
+        if estimate.cost_batch is None
+        else f"{_shown(estimate.cost_batch)} {estimate.currency} batch"
+    )
+    return f"{text}, cost {_shown(estimate.cost_live)} {estimate.currency} live / {batch}"
+
+
+def _shown(value: Decimal) -> str:
+    """Return money rounded for a sentence: 2 decimal places, 4 below 1 (a small re-score)."""
+    return f"{value:.4f}" if value < 1 else f"{value:,.2f}"

@@ -1,0 +1,212 @@
+"""The estimate before a run (issue 20 item 3): pairs from the run's own selector, input
+tokens from the rendered prompts' characters (4 a token by default, calibrated from a
+judge's observed calls), output tokens from max_tokens or the observed mean, cost at the
+judge's live and batch prices (unknown when a price is empty); `rescore --dry-run`."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from scoring.estimate import estimate_run, estimate_summary
+from scoring.models import Judge, JudgeCall, ScoringRun
+from tests.worker_fixtures import build_benchmark
+
+pytestmark = pytest.mark.django_db
+
+PROMPTS = Path(__file__).resolve().parent.parent / "scoring" / "prompts"
+PRICES = {
+    "price_currency": "GBP",
+    "price_input": Decimal("2.50"),
+    "price_cached_input": Decimal("1.25"),
+    "price_output": Decimal("10.00"),
+    "batch_price_input": Decimal("1.25"),
+    "batch_price_cached_input": Decimal("0.625"),
+    "batch_price_output": Decimal("5.00"),
+}
+
+
+def _prompt_chars_by_hand(response) -> int:
+    """The judge-v1 prompt's length, counted from the template file and the pair's texts
+    (each placeholder once), not by rendering it."""
+    template = (PROMPTS / "judge-v1.txt").read_text(encoding="utf-8")
+    entry = response.question.key_entries.get()
+    values = {
+        "$question": response.question.text.strip(),
+        "$key_answer": entry.answer.strip(),
+        "$citation": f"Approved Document K (2013) {entry.citation_locator}: "
+        f"{entry.citation_quote.strip()}",
+        "$response": response.text.strip(),
+        "$scale_list": "0, 1, 2",
+        "$scale_meaning": "  0 = wrong, 1 = partly right, 2 = right.",
+    }
+    for name in values:
+        assert template.count(name) == 1, name
+    return len(template) - sum(len(n) for n in values) + sum(len(v) for v in values.values())
+
+
+@pytest.fixture
+def tiny():
+    """2 questions x 2 models x 2 judges, nothing graded: 8 pairs. j1 priced (GBP), j2 not;
+    j1 with max_tokens 200, j2 with the default 1024."""
+    data = build_benchmark(n_questions=2, n_models=2, grade_original=False, with_auditors=False)
+    j1, j2 = data.judges
+    Judge.objects.filter(pk=j1.pk).update(
+        backend_settings={**j1.backend_settings, "max_tokens": 200}, **PRICES
+    )
+    j1.refresh_from_db()
+    return data
+
+
+def test_estimate_by_hand_with_the_default_ratio(tiny):
+    chars = sum(_prompt_chars_by_hand(r) for r in tiny.responses)
+    est = estimate_run(edition=tiny.original, judges=tiny.judges)
+    j1, j2 = est.judges
+    assert (est.needed, est.calls, j1.pairs, j2.pairs) == (8, 8, 4, 4)
+    assert j1.tokens_in == j2.tokens_in == math.ceil(chars / 4)
+    assert (j1.tokens_out, j2.tokens_out) == (4 * 200, 4 * 1024)
+    assert j1.tokens_cached == j2.tokens_cached == 0
+    # j1: tokens_in x 2.50 + 800 x 10.00 per million; batch at half those prices
+    live = Decimal(j1.tokens_in) * Decimal("2.50") / 10**6 + Decimal(800) * 10 / 10**6
+    assert j1.cost_live == live and j1.cost_batch == live / 2
+    assert j2.cost_live is None and j2.cost_batch is None
+    assert est.cost_live is None and est.cost_batch is None  # j2 has no price
+    assert "4 characters a token (default" in j1.basis and "max_tokens" in j1.basis
+    assert any("j2 has no live price" in n for n in est.notes)
+    assert any("not included" in n for n in est.notes)  # retries are not estimated
+    assert "cost unknown: judge j2 has no price" in estimate_summary(est)
+    # money as strings in JSON, None where unknown
+    doc = est.as_json()
+    assert doc["judges"][0]["cost_live"] == f"{live.quantize(Decimal('0.000001'))}"
+    assert doc["cost_live"] is None and doc["judges"][1]["cost_batch"] is None
+
+
+def test_estimate_only_counts_the_pairs_a_run_would_send(tiny):
+    run_first = estimate_run(edition=tiny.original, judges=tiny.judges[:1])
+    assert (run_first.needed, [j.judge for j in run_first.judges]) == (4, ["j1"])
+    assert run_first.cost_live == run_first.judges[0].cost_live  # one priced judge: a total
+    assert "GBP live" in estimate_summary(run_first)
+    from scoring.services import scoring_run_create
+    from scoring.tasks import run_start
+
+    run = scoring_run_create(edition=tiny.original, judges=tiny.judges[:1], enqueue=False)
+    run_start.delay(run.pk)  # the offline reference judge grades them
+    again = estimate_run(edition=tiny.original, judges=tiny.judges)
+    assert (again.needed, [j.judge for j in again.judges]) == (4, ["j2"])
+
+
+def test_the_ratios_are_calibrated_from_the_judges_observed_calls(tiny):
+    j1 = tiny.judges[0]
+    run = ScoringRun.objects.create(benchmark=tiny.benchmark, edition=tiny.original)
+    seen = tiny.responses[:2]
+    entry = {r.pk: r.question.key_entries.get() for r in seen}
+    observed_chars = sum(_prompt_chars_by_hand(r) for r in seen)
+    # two answered calls: 300 + 500 input tokens (of them 200 cached), 30 + 50 output
+    for r, (i, c, o) in zip(seen, [(300, 0, 30), (500, 200, 50)], strict=True):
+        JudgeCall.objects.create(
+            run=run,
+            judge=j1,
+            response=r,
+            key_entry=entry[r.pk],
+            prompt_version="v1",
+            outcome="ok",
+            input_tokens=i,
+            cached_tokens=c,
+            output_tokens=o,
+        )
+    # calls without usage or not answered do not calibrate
+    JudgeCall.objects.create(
+        run=run, judge=j1, response=seen[0], key_entry=entry[seen[0].pk], prompt_version="v1"
+    )
+    est = estimate_run(edition=tiny.original, judges=[j1])
+    (row,) = est.judges
+    ratio = observed_chars / 800  # characters a token, as observed
+    all_chars = sum(_prompt_chars_by_hand(r) for r in tiny.responses)
+    assert row.tokens_in == math.ceil(all_chars / ratio)
+    assert row.tokens_out == 4 * 40  # observed mean 40 a call
+    assert row.tokens_cached == round(row.tokens_in * 200 / 800)  # 25% cached, as observed
+    assert "observed on 2 calls of j1" in row.basis
+    cost = (
+        Decimal(row.tokens_in - row.tokens_cached) * Decimal("2.50")
+        + Decimal(row.tokens_cached) * Decimal("1.25")
+        + Decimal(160) * Decimal("10.00")
+    ) / 10**6
+    assert row.cost_live == cost
+
+
+def test_an_audit_estimate_renders_the_auditor_prompt():
+    data = build_benchmark(n_questions=3, n_models=1, grade_original=False)
+    est = estimate_run(edition=data.original, judges=data.auditors, kind=ScoringRun.Kind.AUDIT)
+    assert (est.needed, [j.pairs for j in est.judges]) == (6, [3, 3])
+    template = (PROMPTS / "auditor-v1.txt").read_text(encoding="utf-8")
+    assert est.judges[0].tokens_in > 3 * len(template) // 4 - 3 * 20  # the whole prompt
+    assert est.judges[0].tokens_in < 3 * (len(template) + 1000) // 4
+    stdout = io.StringIO()
+    call_command("audit_key", "--dry-run", "--format", "json", stdout=stdout)
+    doc = json.loads(stdout.getvalue())
+    assert (doc["needed"], doc["kind"], doc["tokens_in"]) == (6, "audit", est.tokens_in)
+    assert ScoringRun.objects.count() == 0
+
+
+def test_different_currencies_give_no_total(tiny):
+    j1, j2 = tiny.judges
+    Judge.objects.filter(pk=j2.pk).update(**{**PRICES, "price_currency": "USD"})
+    j2.refresh_from_db()
+    est = estimate_run(edition=tiny.original, judges=[j1, j2])
+    assert est.judges[0].cost_live is not None and est.judges[1].cost_live is not None
+    assert est.cost_live is None and est.currency == ""
+    assert any("different currencies (GBP, USD)" in n for n in est.notes)
+
+
+def _dry_run(*args):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("rescore", "--dry-run", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_rescore_dry_run_json_creates_no_run_and_makes_no_call(tiny):
+    runs, calls = ScoringRun.objects.count(), JudgeCall.objects.count()
+    out, _ = _dry_run("--format", "json", "--judges", "j1,j2")
+    doc = json.loads(out)
+    for key in ("needed", "calls", "tokens_in", "tokens_out", "cost_live", "cost_batch"):
+        assert key in doc
+    assert "run" not in doc
+    assert (doc["needed"], doc["calls"], doc["cost_live"], doc["cost_batch"]) == (8, 8, None, None)
+    assert doc["tokens_in"] == sum(j["tokens_in"] for j in doc["judges"])
+    assert doc["tokens_out"] == 4 * 200 + 4 * 1024
+    assert doc["tokens_cached"] == 0 and isinstance(doc["notes"], list)
+    assert [j["judge"] for j in doc["judges"]] == ["j1", "j2"]
+    assert doc["judges"][0]["cost_live"] is not None and doc["judges"][1]["cost_live"] is None
+    assert (ScoringRun.objects.count(), JudgeCall.objects.count()) == (runs, calls)
+
+
+def test_rescore_dry_run_text_and_audit_key_dry_run(tiny):
+    out, _ = _dry_run("--judges", "j1")
+    assert "needed 4; about 4 calls" in out and "GBP live" in out
+    assert ScoringRun.objects.count() == 0
+
+
+def test_the_estimate_api_and_fragment(tiny, client):
+    from django.contrib.auth.models import User
+
+    admin = User.objects.create_superuser("boss", "boss@example.com", "pw-not-a-secret")
+    client.force_login(admin)
+    url = reverse("scoring:api-run-estimate")
+    doc = client.get(url, {"edition": "original", "judges": "j1"}).json()
+    assert (doc["needed"], doc["judges"][0]["judge"]) == (4, "j1")
+    assert doc["cost_live"] is not None and "run" not in doc
+    bad = client.get(url, {"edition": "original", "judges": "j9"})
+    assert bad.status_code == 400 and "j9" in bad.json()["judges"][0]
+    page = client.get(
+        reverse("scoring:run-estimate"), {"edition": tiny.original.pk, "kind": "grade"}
+    )
+    assert page.status_code == 200
+    assert "about 8 calls" in page.content.decode() and "cost unknown" in page.content.decode()
+    assert ScoringRun.objects.count() == 0
