@@ -249,19 +249,15 @@ class RunBudget:
     def admit(self, work: Sequence[Any]) -> bool:
         """Return True when the chunk's calls fit in the run's budget (and reserve their
         estimate), False after stopping the run when they do not (or it is not active)."""
-        if not work:
+        if not work or not has_budget(self.run):  # the run as its task loaded it
             return True
-        estimate = self.estimate(work) if has_budget(self.run) else None
+        estimate = self.estimate(work)
         with transaction.atomic():
             run = (
                 ScoringRun.objects.select_for_update()
                 .select_related("benchmark")
                 .get(pk=self.run.pk)
             )
-            if not has_budget(run):
-                return True
-            if estimate is None:
-                estimate = self.estimate(work)
             reason = over_budget(run, estimate)
             if reason:
                 stop_run(run, reason)

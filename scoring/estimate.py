@@ -96,8 +96,10 @@ class RunEstimate:
     def cost_unknown_reason(self) -> str:
         """Return why the total cost is unknown ("" when it is known)."""
         unpriced = [j.judge for j in self.judges if j.cost_live is None]
+        if len(unpriced) == 1:
+            return f"judge {unpriced[0]} has no price"
         if unpriced:
-            return f"judge {', '.join(unpriced)} has no price"
+            return f"judges {', '.join(unpriced)} have no price"
         return "; ".join(n for n in self.notes if "currenc" in n) if self.cost_live is None else ""
 
 

@@ -194,3 +194,47 @@ def test_bad_budget_values_name_the_field():
         parse_budget("-1")
     with pytest.raises(BudgetError, match="budget tokens: '1.5' is not a whole number"):
         parse_budget(None, "1.5")
+
+
+@pytest.mark.django_db
+def test_chunks_admitted_together_cannot_pass_the_cap_between_them():
+    """Two chunks checked before either sends: the second sees the first's reservation.
+    A stalled run's reservations (its chunks were killed) are freed by heal_runs."""
+    from types import SimpleNamespace
+
+    from scoring.budget import RunBudget
+
+    data = build_benchmark(n_questions=2, n_models=2, grade_original=False, with_auditors=False)
+    judge = data.judges[0]
+    entries = {e.question_id: e for e in data.original.entries.select_related("question")}
+    rows = [
+        SimpleNamespace(judge=judge, key_entry=entries[r.question_id], response=r)
+        for r in data.responses
+    ]
+    first, second = rows[:2], rows[2:]
+    probe = RunBudget(ScoringRun(benchmark=data.benchmark))
+    need = [probe.estimate(chunk) for chunk in (first, second)]
+    tokens = [e.tokens_in + e.tokens_out for e in need]
+    run = services.scoring_run_create(
+        edition=data.original,
+        judges=[judge],
+        budget_tokens=tokens[0] + tokens[1] - 1,  # one chunk fits, both do not
+        enqueue=False,
+    )
+    a, b = RunBudget(run), RunBudget(run)
+    assert a.admit(first)
+    run.refresh_from_db()
+    assert run.budget_reserved_tokens == tokens[0]
+    assert not b.admit(second)  # spent 0 + reserved + its own > cap
+    run.refresh_from_db()
+    assert run.status == "stopped" and f"({tokens[0]:,} more on their way)" in run.error
+    a.release()
+    run.refresh_from_db()
+    assert run.budget_reserved_tokens == 0
+
+    # a killed chunk never releases: heal_runs frees what a stalled run reserved
+    ScoringRun.objects.filter(pk=run.pk).update(status="running", budget_reserved_tokens=99)
+    ScoringRun.objects.filter(pk=run.pk).update(reported_at=timezone.now() - timedelta(hours=1))
+    assert run.pk in services.heal_runs()["resent"]
+    run.refresh_from_db()
+    assert run.budget_reserved_tokens == 0
