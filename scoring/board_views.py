@@ -66,7 +66,8 @@ def board_staleness(edition: KeyEdition) -> dict[str, Any]:
         .filter(~Exists(has_grade))
         .count()
     )
-    if run.status in (ScoringRun.Status.FAILED, ScoringRun.Status.CANCELLED) and not lacking:
+    finished = (ScoringRun.Status.FAILED, ScoringRun.Status.CANCELLED, ScoringRun.Status.STOPPED)
+    if run.status in finished and not lacking:
         return {"stale": False, "stale_reason": None}
     tail = (
         f"{lacking} of {run.needed} pair{'s' if run.needed != 1 else ''} lack a grade — "
@@ -76,7 +77,10 @@ def board_staleness(edition: KeyEdition) -> dict[str, Any]:
         head = f"Re-scoring run {run.pk} is {run.status} ({run.done} of {run.needed} pairs settled)"
     else:
         when = timezone.localtime(run.finished_at or run.created_at)
-        verb = "failed" if run.status == ScoringRun.Status.FAILED else "was cancelled"
+        verb = {
+            ScoringRun.Status.FAILED: "failed",
+            ScoringRun.Status.STOPPED: "stopped at its budget",
+        }.get(run.status, "was cancelled")
         head = f"Re-scoring run {run.pk} {verb} at {when:%H:%M} on {when:%Y-%m-%d} ({when:%Z})"
     return {"stale": True, "stale_reason": f"{head}; {tail}"}
 

@@ -181,5 +181,9 @@ def run_summary(run: ScoringRun) -> dict[str, Any]:
         "failed": run.failed,
         "unparsed": run.unparsed,
         "judges": sorted(run.judges.values_list("judge_id", flat=True)),
+        # the run's caps (scoring.budget): a decimal string in budget_currency, or None
+        "budget_cost": None if run.budget_cost is None else f"{run.budget_cost:.6f}",
+        "budget_currency": run.budget_currency,
+        "budget_tokens": run.budget_tokens,
         "notes": [line for line in run.error.splitlines() if line],
     }

@@ -124,12 +124,15 @@ def run_estimate(request: HttpRequest) -> HttpResponse:
     from scoring.estimate import estimate_run, estimate_summary
 
     _require_admin(request)
-    edition = get_object_or_404(
-        KeyEdition.objects.select_related("benchmark"), pk=request.GET.get("edition")
-    )
+    edition_id = request.GET.get("edition", "")
+    if not edition_id.isdigit():
+        return HttpResponse(
+            "edition: give the key edition's id, e.g. ?edition=3&kind=grade.", status=400
+        )
+    edition = get_object_or_404(KeyEdition.objects.select_related("benchmark"), pk=edition_id)
     kind = request.GET.get("kind") or ScoringRun.Kind.GRADE
     if kind not in ScoringRun.Kind.values:
-        return HttpResponse(f"Unknown run kind {kind!r}.", status=400)
+        return HttpResponse(f"kind: unknown run kind {kind!r} (grade or audit).", status=400)
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
     judges, _ = services.active_graders(edition, role=role)
     estimate = estimate_run(edition=edition, judges=judges, kind=kind)

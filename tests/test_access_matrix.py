@@ -430,10 +430,14 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "scoring:run-create": (NO_GET, ADMINS_POST),
     "scoring:run-detail": (ADMINS_GET, NO_POST),
     "scoring:run-progress": (ADMINS_GET, NO_POST),
+    # the estimate fragment needs ?edition=ID: without it an admin gets 400 naming it
+    "scoring:run-estimate": (page(403, 403, 400), NO_POST),
     "scoring:run-cancel": (NO_GET, ADMINS_POST),
     "scoring:run-resume": (NO_GET, ADMINS_POST),
     "scoring:api-runs": (api(403, 403, 200), api(403, 403, 201)),
     "scoring:api-run-detail": (api(403, 403, 200), api(403, 403, 405)),
+    # the estimate of a run over the latest published edition: reads only
+    "scoring:api-run-estimate": (api(403, 403, 200), api(403, 403, 405)),
     "scoring:api-run-cancel": (api(403, 403, 405), api(403, 403, 200)),
     "scoring:api-run-resume": (api(403, 403, 405), api(403, 403, 200)),
     # -- the public results site (issue 22): the demo benchmark is private here, so its

@@ -4,11 +4,14 @@ restarted by heal_runs, and a resume with a raised cap finishes it, each pair gr
 
 from __future__ import annotations
 
+import io
+import json
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.db.models import Sum
 from django.urls import reverse
 from django.utils import timezone
@@ -93,6 +96,13 @@ def test_a_token_cap_stops_the_run_and_a_raised_cap_finishes_it(
     stop = AuditLogEntry.objects.get(action="run.budget_stop", target_id=str(run.pk))
     assert stop.after["tokens"] == cap and "token cap" in stop.after["reason"]
 
+    # the leaderboard says why its figures lack grades
+    from scoring.board_views import board_staleness
+
+    stale = board_staleness(data.original)
+    assert stale["stale"] and f"run {run.pk} stopped at its budget" in stale["stale_reason"]
+    assert f"{12 - run.graded} of 12 pairs lack a grade" in stale["stale_reason"]
+
     # heal_runs never sends a stopped run again, however long since a worker reported
     ScoringRun.objects.filter(pk=run.pk).update(reported_at=timezone.now() - timedelta(hours=1))
     assert run.pk not in services.heal_runs()["resent"]
@@ -106,7 +116,20 @@ def test_a_token_cap_stops_the_run_and_a_raised_cap_finishes_it(
     run.refresh_from_db()
     assert run.status == "stopped" and len(judge_server.requests) == sent
 
-    services.scoring_run_resume(run=run, budget_tokens=cap * 10)
+    out = io.StringIO()
+    call_command(
+        "rescore",
+        "--resume",
+        "--run",
+        str(run.pk),
+        "--budget-tokens",
+        str(cap * 10),
+        "--format",
+        "json",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
+    assert json.loads(out.getvalue())["budget_tokens"] == cap * 10
     run.refresh_from_db()
     assert (run.status, run.graded, run.budget_tokens) == ("complete", 12, cap * 10)
     _assert_nothing_half_recorded(run)
