@@ -210,3 +210,49 @@ def test_the_estimate_api_and_fragment(tiny, client):
     assert page.status_code == 200
     assert "about 8 calls" in page.content.decode() and "cost unknown" in page.content.decode()
     assert ScoringRun.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_calibrated_estimate_is_within_ten_percent_of_what_the_run_spends(monkeypatch, settings):
+    """Half the pairs are graded through the loopback API (a token cap stops the run), then
+    the estimate of the other half, calibrated on those calls, is compared with what the
+    resumed run is billed (the issue's goal: within 10%)."""
+    from django.db.models import Sum
+
+    from scoring import services
+    from tests.judge_server import JudgeServer, ok
+    from tests.test_judge_server import KEY_ENV
+
+    settings.SNAGLIST_RESCORE_CHUNK = 4
+    monkeypatch.setenv(KEY_ENV, "sk-estimate-test-not-a-secret")
+    data = build_benchmark(n_questions=6, n_models=4, grade_original=False, with_auditors=False)
+    judge = data.judges[0]
+    Judge.objects.filter(pk=judge.pk).update(**PRICES)
+    with JudgeServer() as server:
+        judge.refresh_from_db()
+        judge.backend, judge.model, judge.api_key_env = "openai", "loopback", KEY_ENV
+        judge.base_url = server.url + "/v1"
+        judge.backend_settings = {"max_retries": 0, "timeout": 5, "max_tokens": 60}
+        judge.save()
+        server.default = ok(
+            '{"grade": 1, "rationale": "partly right", "flag": false, "flag_reason": ""}'
+        )
+        first = estimate_run(edition=data.original, judges=[judge])
+        run = services.scoring_run_create(
+            edition=data.original,
+            judges=[judge],
+            budget_tokens=(first.tokens_in + first.tokens_out) // 2,
+        )
+        run.refresh_from_db()
+        assert run.status == "stopped" and 0 < run.graded < 24
+        rest = estimate_run(edition=data.original, judges=[judge])
+        assert rest.needed == 24 - run.graded and "observed on" in rest.judges[0].basis
+        before = max(JudgeCall.objects.filter(run=run).values_list("id", flat=True))
+        services.scoring_run_resume(run=run, budget_tokens=10**9)
+    leg = JudgeCall.objects.filter(run=run, id__gt=before)
+    actual = leg.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
+    assert leg.count() == rest.calls
+    assert abs(rest.tokens_in - actual["i"]) <= 0.10 * actual["i"]
+    assert abs(rest.tokens_out - actual["o"]) <= 0.10 * actual["o"]
+    billed = (Decimal(actual["i"]) * Decimal("2.50") + Decimal(actual["o"]) * 10) / 10**6
+    assert abs(rest.cost_live - billed) <= Decimal("0.10") * billed
