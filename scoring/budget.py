@@ -42,7 +42,7 @@ from django.utils import timezone
 from core.actions import Action
 from core.services import audit_log
 from questions.errors import DomainError
-from scoring.costs import Prices, calls_cost
+from scoring.costs import Prices, calls_cost, tokens_cost
 from scoring.estimate import Calibration, RunEstimate, combine, estimate_pairs
 from scoring.models import Judge, JudgeCall, ScoringRun
 
@@ -157,10 +157,28 @@ def has_budget(run: ScoringRun) -> bool:
 
 def spent(run: ScoringRun) -> Spent:
     """Return the run's spend so far from the JudgeCall ledger (scoring.costs.calls_cost,
-    live prices): two queries."""
+    live prices): two queries, one more when a judge read cached tokens it has no cached
+    price for (they are then counted at its input price, never as free)."""
     summary = calls_cost(JudgeCall.objects.filter(run=run))
     tokens = sum((j["input_tokens"] or 0) + (j["output_tokens"] or 0) for j in summary["judges"])
     cost = sum((Decimal(j["cost"]) for j in summary["judges"] if j["cost"]), Decimal(0))
+    unpriced = [j for j in summary["judges"] if j["cost"] is None and j["input_tokens"]]
+    if unpriced:
+        judges = {
+            j.judge_id: j
+            for j in Judge.objects.filter(
+                benchmark_id=run.benchmark_id, judge_id__in=[j["judge"] for j in unpriced]
+            )
+        }
+        for row in unpriced:
+            live = Prices.of(judges[row["judge"]], "live")
+            fallback = Prices(live.input, live.cached_input or live.input, live.output, "")
+            cost += tokens_cost(
+                fallback,
+                input_tokens=row["input_tokens"],
+                cached_tokens=row["cached_tokens"] or 0,
+                output_tokens=row["output_tokens"] or 0,
+            ) or Decimal(0)
     return Spent(tokens, cost)
 
 

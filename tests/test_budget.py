@@ -261,3 +261,33 @@ def test_chunks_admitted_together_cannot_pass_the_cap_between_them():
     assert run.pk in services.heal_runs()["resent"]
     run.refresh_from_db()
     assert run.budget_reserved_tokens == 0
+
+
+@pytest.mark.django_db
+def test_spent_counts_the_ledger_and_never_prices_cached_tokens_as_free():
+    from scoring.budget import spent
+
+    data = build_benchmark(n_questions=1, n_models=2, grade_original=False, with_auditors=False)
+    j1, j2 = data.judges
+    Judge.objects.filter(pk=j1.pk).update(**{**PRICES, "price_cached_input": None})
+    run = ScoringRun.objects.create(benchmark=data.benchmark, edition=data.original)
+    entry = data.original.entries.get()
+    usage = [(j1, "ok", 1000, 400, 100), (j1, "lost", None, None, None), (j2, "ok", 500, 0, 50)]
+    responses = [*data.responses, data.responses[0]]
+    for (judge, outcome, i, c, o), response in zip(usage, responses, strict=True):
+        JudgeCall.objects.create(
+            run=run,
+            judge=judge,
+            response=response,
+            key_entry=entry,
+            prompt_version="v1",
+            outcome=outcome,
+            input_tokens=i,
+            cached_tokens=c,
+            output_tokens=o,
+        )
+    now = spent(run)
+    assert now.tokens == 1000 + 100 + 500 + 50  # usage of the calls that reported it
+    # j1: 1,000 input (the 400 cached at the input price: no cached price) x 2.50 + 100 x
+    # 10.00 per million = 0.0025 + 0.001; j2 has no price: nothing to add
+    assert now.cost == Decimal("0.0035")
