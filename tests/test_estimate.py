@@ -209,6 +209,17 @@ def test_the_estimate_api_and_fragment(tiny, client):
     )
     assert page.status_code == 200
     assert "about 8 calls" in page.content.decode() and "cost unknown" in page.content.decode()
+    fragment = client.get(
+        reverse("scoring:run-estimate"),
+        {"edition": tiny.original.pk, "kind": "grade"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    assert "about 8 calls" in fragment and "<html" not in fragment
+    assert "judges j1, j2 have no price" not in fragment  # j1 is priced
+    assert "cost unknown: judge j2 has no price" in fragment
+    runs_page = client.get(reverse("scoring:runs")).content.decode()
+    assert f"runs/estimate/?edition={tiny.original.pk}&amp;kind=grade" in runs_page
+    assert 'name="budget_cost"' in runs_page and 'name="budget_tokens"' in runs_page
     assert ScoringRun.objects.count() == 0
 
 
