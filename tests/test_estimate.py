@@ -220,6 +220,11 @@ def test_the_estimate_api_and_fragment(tiny, client):
     runs_page = client.get(reverse("scoring:runs")).content.decode()
     assert f"runs/estimate/?edition={tiny.original.pk}&amp;kind=grade" in runs_page
     assert 'name="budget_cost"' in runs_page and 'name="budget_tokens"' in runs_page
+    edition_page = client.get(
+        reverse("review:edition", kwargs={"benchmark": tiny.benchmark.name, "name": "original"})
+    ).content.decode()
+    assert "Re-score original" in edition_page and 'name="budget_cost"' in edition_page
+    assert f"runs/estimate/?edition={tiny.original.pk}&amp;kind=grade" in edition_page
     assert ScoringRun.objects.count() == 0
 
 
