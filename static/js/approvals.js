@@ -50,7 +50,7 @@
     if (next < 0 || next >= all.length) return;
     event.preventDefault();
     all[next].focus();
-    all[next].closest("article").scrollIntoView({ block: "nearest" });
+    all[next].scrollIntoView({ block: "center" });  // clear of the sticky bulk bar
   });
   document.addEventListener("DOMContentLoaded", update);
 })();
