@@ -253,6 +253,18 @@ def _entry_citation(entry: KeyEntry | None, benchmark_id: int) -> Citation | Non
     )
 
 
+def _pairs_found(pairs: dict) -> dict:
+    """{key: (new Citation | None, old Citation | None)} -> {key: ProposalPassages}, an old
+    citation equal to the new one in document, locator and quote shown once (as the new)."""
+    for key, (new, old) in list(pairs.items()):
+        if new is not None and old is not None and old[1:4] == new[1:4]:
+            pairs[key] = (new, None)
+    found = cited_passages([c for pair in pairs.values() for c in pair if c is not None])
+    return {
+        key: ProposalPassages(found.get(new), found.get(old)) for key, (new, old) in pairs.items()
+    }
+
+
 def proposal_passages(proposals) -> dict[int, ProposalPassages]:
     """Return {proposal pk: ProposalPassages} for a page of proposals in two queries.
 
@@ -260,9 +272,8 @@ def proposal_passages(proposals) -> dict[int, ProposalPassages]:
     The proposed passage marks the proposal's quote and its answer's figures; the
     current one the key entry's.
     """
-    pairs: dict[int, tuple[Citation | None, Citation | None]] = {}
+    pairs = {}
     for p in proposals:
-        current = _entry_citation(p.base_entry, p.item.benchmark_id)
         proposed = None
         if p.action == "correct" and p.citation_doc_id:
             proposed = Citation(
@@ -272,11 +283,16 @@ def proposal_passages(proposals) -> dict[int, ProposalPassages]:
                 p.citation_quote,
                 p.answer,
             )
-            if current is not None and current[1:4] == proposed[1:4]:
-                current = None  # the same passage: shown once, as the proposal's
-        pairs[p.pk] = (proposed, current)
-    found = cited_passages([c for pair in pairs.values() for c in pair if c is not None])
-    return {
-        pk: ProposalPassages(found.get(proposed), found.get(current))
-        for pk, (proposed, current) in pairs.items()
-    }
+        pairs[p.pk] = (proposed, _entry_citation(p.base_entry, p.item.benchmark_id))
+    return _pairs_found(pairs)
+
+
+def change_passages(changes, benchmark_id: int) -> dict[int, ProposalPassages]:
+    """Return {question pk: ProposalPassages} for an edition's changes (review.selectors.
+    edition_changes): `proposed` the new entry's citation (none for a removal), `current`
+    the parent's when it differs. Two queries."""
+    pairs = {}
+    for c in changes:
+        new = None if c.new.removed else _entry_citation(c.new, benchmark_id)
+        pairs[c.question.pk] = (new, _entry_citation(c.old, benchmark_id))
+    return _pairs_found(pairs)

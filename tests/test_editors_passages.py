@@ -375,3 +375,23 @@ def test_bulk_approve_api(client, reviewer, editor2, world):
     assert data["summary"].startswith("Approved 1 (Q0001); refused 2: Q0002 (your own proposal)")
     empty = client.post(url, json.dumps({"proposals": []}), content_type="application/json")
     assert empty.status_code == 400 and "proposals" in empty.json()
+
+
+def test_edition_page_shows_each_changes_new_and_old_passages(
+    client, reviewer, editor, editor2, world
+):
+    moved = _proposal(world, 1, reviewer)  # ADA 1.1 -> ADA 1.2, quote "... 102 mm"
+    removal = _proposal(world, 2, reviewer, action="remove", reason="ungradeable")
+    for proposal in (moved, removal):
+        services.proposal_approve(proposal=proposal, user=editor2)
+    client.force_login(editor)
+    body = client.get("/editions/demo/corrected-1/").content.decode()
+    changes = body.split('<article class="card">')[1:]
+    assert len(changes) == 2
+    assert "Citation in corrected-1: <strong>ADA 1.2</strong>" in changes[0]
+    assert "<mark>minimum bearing is 102 mm</mark>" in changes[0]
+    assert "Citation in original: <strong>ADA 1.1</strong>" in changes[0]
+    # a removal shows only the passage the removed entry cited
+    assert "Citation in corrected-1" not in changes[1]
+    assert "Citation in original: <strong>ADA 1.2</strong>" in changes[1]
+    assert "<mark>minimum bearing is 102 mm</mark>" in changes[1]
