@@ -104,6 +104,7 @@ def test_editor_approves_two_proposals_in_one_action_by_keyboard(demo, live_serv
     count.press("j")
     count.press("Space")
     assert page.locator("[data-selected-count]").inner_text() == "(2)"
+    assert page.locator("#select-all").is_checked(), "both selectable proposals are ticked"
     shots.take(page, "two proposals ticked", full_page=False)
     with page.expect_navigation():
         count.press("Control+Enter")
