@@ -35,6 +35,8 @@ from review.models import Proposal, ReviewItem
 from review.selectors import queue_items
 from review.serializers import (
     AuditLogEntrySerializer,
+    BulkApprovalResultSerializer,
+    BulkApprovalSerializer,
     CitationCheckInputSerializer,
     CitationCheckSerializer,
     ConflictSerializer,
@@ -341,6 +343,28 @@ class ProposalViewSet(viewsets.ReadOnlyModelViewSet):
     def approve(self, request: Request, pk=None) -> Response:
         """Approve (an editor other than the author: four-eyes)."""
         return self._decide(request, pk, approve=True)
+
+    @extend_schema(request=BulkApprovalSerializer, responses={200: BulkApprovalResultSerializer})
+    @action(detail=False, methods=["post"], url_path="bulk-approve", url_name="bulk-approve")
+    def bulk_approve(self, request: Request) -> Response:
+        """Approve several proposals with one comment; four-eyes and version per proposal.
+
+        200 with {"approved": [proposals], "refused": [{"id", "question_id", "code",
+        "reason"}], "summary"}: each is approved on its own (services.proposals_approve).
+        """
+        if not permissions.can_decide(request.user):
+            return domain_response(NotAllowedError("only an editor may decide proposals"))
+        data = BulkApprovalSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = services.proposals_approve(
+            user=request.user,
+            decisions=[(d["id"], d["version"]) for d in data.validated_data["proposals"]],
+            comment=data.validated_data["comment"],
+        )
+        approved = self.get_queryset().filter(pk__in=[p.pk for p in result.approved])
+        by_pk = {p.pk: p for p in approved}
+        result.approved = [by_pk[p.pk] for p in result.approved]
+        return Response(BulkApprovalResultSerializer(result).data)
 
     @extend_schema(request=DecisionSerializer, responses={200: ProposalSerializer, 409: CONFLICT})
     @action(detail=True, methods=["post"])

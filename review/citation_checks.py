@@ -47,7 +47,7 @@ def _normalised(locator: str) -> str:
         return locator
 
 
-class _Document:
+class IndexedDocument:
     """One document's passages: (locator, text) in document order and a locator lookup."""
 
     def __init__(self) -> None:
@@ -68,9 +68,9 @@ class _Document:
         return ((loc, text) for i, (loc, text) in enumerate(self.passages) if i != index)
 
 
-def _load_documents(doc_pks: set[int]) -> dict[int, _Document]:
-    """Return {document pk: _Document} of the documents' indexed passages (one query)."""
-    docs: dict[int, _Document] = defaultdict(_Document)
+def load_documents(doc_pks: set[int]) -> dict[int, IndexedDocument]:
+    """Return {document pk: IndexedDocument} of the documents' indexed passages (one query)."""
+    docs: dict[int, IndexedDocument] = defaultdict(IndexedDocument)
     for doc_pk, locator, text in (
         Section.objects.filter(document_id__in=doc_pks)
         .order_by("document_id", "position", "id")
@@ -126,7 +126,7 @@ def figure_findings(answer: str, passage: str) -> list[dict[str, Any]]:
     return found
 
 
-def check_entry(entry: KeyEntry, document: _Document | None) -> list[dict[str, Any]]:
+def check_entry(entry: KeyEntry, document: IndexedDocument | None) -> list[dict[str, Any]]:
     """Return the failed checks of one key entry whose cited document is indexed.
 
     ``document``: the cited document's passages, or None when it has none indexed (then
@@ -192,7 +192,7 @@ def citation_findings(
     nothing, "failed": {problem: count}}. Two queries plus one per superseded document.
     """
     cited = {e.citation_document_id for e in entries.values() if e.citation_document_id}
-    documents = _load_documents(cited)
+    documents = load_documents(cited)
     found: list[tuple[int, dict[str, Any]]] = []
     summary: dict[str, Any] = {"checked": 0, "not_checked": 0, "no_citation": 0, "failed": {}}
     for qpk in sorted(entries):

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from core.roles import Role, has_role
 from questions.models import Benchmark, KeyEdition
 from review import permissions, selectors, services
+from review.cited_passages import change_passages
 from review.errors import DomainError, NotAllowedError
 from review.models import Proposal
 from review.view_helpers import done, forbidden, query_without_page, requires
@@ -79,13 +80,18 @@ def edition_detail(request: HttpRequest, benchmark: str, name: str) -> HttpRespo
         benchmark__name=benchmark,
         name=name,
     )
+    changes = selectors.edition_changes(edition)
+    if edition.parent_id:  # the cited passages beside each change (issue 18 item 4)
+        passages = change_passages(changes, edition.benchmark_id)
+        for change in changes:
+            change.passages = passages[change.question.pk]
     return render(
         request,
         "review/edition.html",
         {
             "edition": edition,
             "benchmark": edition.benchmark,
-            "changes": selectors.edition_changes(edition),
+            "changes": changes,
             "can_publish": permissions.can_publish(request.user) and not edition.is_published(),
             # proposals still waiting: publishing now leaves them out of this edition
             "pending_count": Proposal.objects.filter(

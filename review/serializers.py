@@ -163,6 +163,31 @@ class DecisionSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+class BulkApprovalItemSerializer(serializers.Serializer):
+    id = serializers.IntegerField(min_value=1)
+    version = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+
+
+class BulkApprovalSerializer(serializers.Serializer):
+    """Several proposals to approve with one comment: [{"id", "version"?}] (issue 18)."""
+
+    proposals = BulkApprovalItemSerializer(many=True, allow_empty=False, max_length=500)
+    comment = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class RefusalSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="proposal_id")
+    question_id = serializers.CharField(source="label")
+    code = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class BulkApprovalResultSerializer(serializers.Serializer):
+    approved = ProposalSerializer(many=True)
+    refused = RefusalSerializer(many=True)
+    summary = serializers.CharField()
+
+
 class KeyEditionSerializer(serializers.ModelSerializer):
     benchmark = serializers.CharField(source="benchmark.name", read_only=True)
     parent = serializers.CharField(source="parent.name", default=None, read_only=True)

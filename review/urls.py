@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from review import edition_views, views
+from review import approval_views, edition_views, views
 
 app_name = "review"
 
@@ -19,6 +19,11 @@ urlpatterns = [
     path("review/reports/<int:report_id>/spam/", views.reader_report_spam, name="report_spam"),
     path("review/items/<int:item_id>/decide/", views.item_decide, name="decide"),
     path("review/approvals/", views.approvals, name="approvals"),
+    path(
+        "review/proposals/approve/",
+        approval_views.proposals_approve,
+        name="proposals_approve",
+    ),
     path(
         "review/proposals/<int:proposal_id>/approve/",
         views.proposal_approve,

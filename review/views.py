@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from core.actions import Action
 from questions.models import AuditExclusion, Benchmark, Question
 from review import permissions, selectors, services
+from review.cited_passages import proposal_passages, successor_passage
 from review.errors import (
     ConflictError,
     DomainError,
@@ -149,6 +150,7 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         "entry": entry,
         "exclusion": AuditExclusion.objects.filter(key_entry=entry).first() if entry else None,
         "passage": selectors.passage_for_entry(entry),
+        "successor": successor_passage(entry),
         "verdicts": selectors.audit_verdicts(entry),
         "judges": judges,
         "rows": rows,
@@ -393,9 +395,11 @@ def approvals(request: HttpRequest) -> HttpResponse:
     benchmark = request.GET.get("benchmark", "")
     proposals = list(selectors.pending_proposals(benchmark))
     evidence = selectors.proposals_evidence(proposals)
+    passages = proposal_passages(proposals)
     for p in proposals:
         p.can_decide = permissions.can_approve(request.user, p)
         p.evidence = evidence[p.pk]
+        p.passages = passages[p.pk]
     return render(
         request,
         "review/approvals.html",

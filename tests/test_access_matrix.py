@@ -262,6 +262,8 @@ def post_data(route: Route, w: World) -> dict:
         "api-item-proposals": {"version": w.claimed_version, "action": "confirm"},
         "proposal_reject": {"comment": "The citation is right."},
         "api-proposal-reject": {"comment": "The citation is right."},
+        "proposals_approve": {"proposal": [w.proposal_id]},
+        "api-proposal-bulk-approve": {"proposals": [{"id": w.proposal_id}]},
         "run-create": {"edition": w.edition_pk, "kind": "grade"},
         "api-runs": {"benchmark": BENCHMARK, "edition": w.edition, "kind": "grade"},
     }.get(short, {})
@@ -383,6 +385,7 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:approvals": (page(403, 200, 200), NO_POST),
     "review:proposal_approve": (NO_GET, EDITORS),  # the author is the reviewer: four eyes
     "review:proposal_reject": (NO_GET, EDITORS),
+    "review:proposals_approve": (NO_GET, EDITORS),  # bulk approval: four eyes per proposal
     "review:editions_index": (page(302, 302, 302), NO_POST),  # one benchmark: straight to it
     "review:editions": (ANY_ROLE, NO_POST),
     "review:edition": (ANY_ROLE, NO_POST),
@@ -408,6 +411,7 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:api-proposal-detail": (api(200, 200, 200), API_NO_POST),
     "review:api-proposal-approve": (API_NO_GET, api(403, 200, 200)),
     "review:api-proposal-reject": (API_NO_GET, api(403, 200, 200)),
+    "review:api-proposal-bulk-approve": (API_NO_GET, api(403, 200, 200)),
     "review:api-edition-list": (api(200, 200, 200), API_NO_POST),
     "review:api-edition-detail": (api(200, 200, 200), API_NO_POST),
     # An empty draft cannot be published (409): the role check passed, the domain refused.

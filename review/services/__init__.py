@@ -40,6 +40,7 @@ from review.services.proposals import (
     proposal_create,
     proposal_reject,
     proposal_withdraw,
+    proposals_approve,
 )
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "proposal_create",
     "proposal_reject",
     "proposal_withdraw",
+    "proposals_approve",
     "review_item_claim",
     "review_item_claim_next",
     "review_item_create",

@@ -7,6 +7,7 @@ An approved correction or removal lands in the benchmark's draft key edition
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -19,8 +20,10 @@ from questions import services as question_services
 from questions.models import KeyEntry, SourceDocument
 from review import permissions
 from review.errors import (
+    ConflictError,
     InvalidInputError,
     InvalidTransitionError,
+    NotAllowedError,
 )
 from review.models import (
     CitationCheck,
@@ -289,18 +292,24 @@ def _lock_pending_for_decision(proposal: Proposal, user, verb: str, allowed) -> 
     return locked
 
 
-def proposal_approve(*, proposal: Proposal, user, comment: str = "") -> Proposal:
+def proposal_approve(
+    *, proposal: Proposal, user, comment: str = "", version: int | None = None
+) -> Proposal:
     """Approve a pending proposal (an editor other than its author: rule 6).
 
     A correction or removal creates the question's KeyEntry in the benchmark's draft key
     edition (opened as a child of the latest published one if needed) via
     questions.services.key_entry_create; a confirmation changes no key. The item closes
-    as confirmed / corrected / removed.
+    as confirmed / corrected / removed. `version`: the item version the editor's page
+    showed; a stale one raises ConflictError and writes nothing (None: not checked).
+    Raises NotAllowedError (not an editor, or the author), InvalidTransitionError (the
+    proposal is no longer pending), ConflictError.
     """
     with transaction.atomic():
         locked = _lock_pending_for_decision(proposal, user, "approve", permissions.can_approve)
         before = _proposal_state(locked)
         item = _lock_item(locked.item)
+        _check_version(item, version)
         if locked.changes_key():
             draft = draft_edition_get_or_create(benchmark=item.benchmark, user=user)
             base = locked.base_entry
@@ -346,6 +355,82 @@ def proposal_approve(*, proposal: Proposal, user, comment: str = "") -> Proposal
         _log_proposal(user, Action.PROPOSAL_APPROVE, locked, item, before=before)
         _log_item(user, Action.REVIEW_ITEM_CLOSE, item, item_before, proposal=locked.pk)
     return locked
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One proposal a bulk approval did not approve.
+
+    `label`: its question id ("#<pk>" when no such proposal); `code`: "own" (the editor
+    wrote it: rule 6), "not_allowed" (not an editor), "stale" (its item changed since the
+    page was shown), "decided" (no longer pending) or "missing"; `reason`: in words.
+    """
+
+    proposal_id: int
+    label: str
+    code: str
+    reason: str
+
+
+@dataclass
+class BulkApproval:
+    """What proposals_approve did: the approved proposals and the refusals, in input order."""
+
+    approved: list[Proposal] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """Say what was done, e.g. "Approved 2 (Q001, Q002); refused 1: Q046 (your own
+        proposal)." Refused proposals are named with their reason, in input order."""
+        approved = [p.item.question.question_id for p in self.approved]
+        text = f"Approved {len(approved)}" + (f" ({', '.join(approved)})" if approved else "")
+        if self.refused:
+            named = ", ".join(f"{r.label} ({r.reason})" for r in self.refused)
+            text += f"; refused {len(self.refused)}: {named}"
+        return text + "."
+
+
+def proposals_approve(
+    *, user, decisions: list[tuple[int, int | None]], comment: str = ""
+) -> BulkApproval:
+    """Approve several proposals with one comment: each on its own, by proposal_approve.
+
+    `decisions`: [(proposal pk, item version the page showed or None)]; a pk given twice
+    counts once (its first version). Each approval is its own transaction (call this
+    outside any transaction), so a refusal never undoes or half-applies another; each
+    is logged as a single approval is. Four-eyes is per proposal: the editor's own
+    proposals are refused by name, the others approved. Re-sending an approved
+    proposal changes nothing (refused as "already approved"). Returns BulkApproval.
+    """
+    wanted = dict.fromkeys(pk for pk, _version in decisions)
+    versions: dict[int, int | None] = {}
+    for pk, version in decisions:
+        versions.setdefault(pk, version)
+    found = Proposal.objects.select_related("item__question").in_bulk(list(wanted))
+    result = BulkApproval()
+    for pk in wanted:
+        proposal = found.get(pk)
+        if proposal is None:
+            result.refused.append(Refusal(pk, f"#{pk}", "missing", "no such proposal"))
+            continue
+        label = proposal.item.question.question_id
+        try:
+            approved = proposal_approve(
+                proposal=proposal, user=user, comment=comment, version=versions[pk]
+            )
+        except NotAllowedError as exc:
+            own = proposal.author_id == getattr(user, "pk", None)
+            code, reason = ("own", "your own proposal") if own else ("not_allowed", str(exc))
+            result.refused.append(Refusal(pk, label, code, reason))
+        except ConflictError:
+            reason = "its item changed since the page was shown: reload and look again"
+            result.refused.append(Refusal(pk, label, "stale", reason))
+        except InvalidTransitionError as exc:
+            reason = str(exc).removeprefix("the proposal is ")
+            result.refused.append(Refusal(pk, label, "decided", reason))
+        else:
+            result.approved.append(approved)
+    return result
 
 
 def proposal_reject(*, proposal: Proposal, user, comment: str) -> Proposal:
