@@ -197,3 +197,120 @@ def test_class_ma_preview_then_publish_buys_nothing_twice(transactional_db, live
     assert published == {
         m["model_id"]: pytest.approx(m["score_corrected"], abs=1e-4) for m in impact["models"]
     }
+
+
+# ----------------------------------------------------------------- pages without a browser
+@pytest.fixture
+def demo(db):
+    return _load_demo()
+
+
+@pytest.mark.parametrize(
+    ("role", "allowed"), [("reviewer", False), ("editor", True), ("admin", True)]
+)
+def test_only_editors_and_admins_start_a_preview_rescore(client, demo, role, allowed):
+    from questions.models import KeyEdition
+    from scoring.models import ScoringRun
+
+    _propose_and_approve(demo)
+    draft = KeyEdition.objects.get(benchmark__name=BENCHMARK, status="draft")
+    client.force_login(demo[role])
+    page = client.get(f"/editions/{BENCHMARK}/{draft.name}/impact/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Not graded yet: 6 responses × 2 judges" in html
+    assert ("Preview re-score</button>" in html) is allowed
+    response = client.post(f"/editions/{BENCHMARK}/{draft.name}/preview-rescore/")
+    if not allowed:
+        assert response.status_code == 403
+        assert not ScoringRun.objects.filter(edition=draft).exists()
+        return
+    assert response.status_code == 303
+    assert response["Location"] == f"/editions/{BENCHMARK}/{draft.name}/impact/"
+    run = ScoringRun.objects.get(edition=draft)
+    assert (run.kind, run.needed, run.created_by) == ("grade", 15, demo[role])
+    # A second click while that run is under way starts nothing.
+    client.post(f"/editions/{BENCHMARK}/{draft.name}/preview-rescore/")
+    assert ScoringRun.objects.filter(edition=draft).count() == 1
+
+
+def test_a_published_edition_is_not_preview_rescored(demo):
+    from questions.models import KeyEdition
+    from review import services
+    from review.errors import InvalidTransitionError
+
+    original = KeyEdition.objects.get(benchmark__name=BENCHMARK, name="original")
+    with pytest.raises(InvalidTransitionError, match="is published"):
+        services.draft_preview_rescore(edition=original, user=demo["editor"])
+
+
+def test_no_judge_that_can_grade_is_said_in_words(client, demo):
+    from questions.models import KeyEdition
+    from review import services
+    from review.errors import DomainError
+    from scoring.models import Judge
+
+    _propose_and_approve(demo)
+    Judge.objects.filter(benchmark__name=BENCHMARK, judge_id="ref-lenient").update(backend="")
+    Judge.objects.filter(benchmark__name=BENCHMARK, judge_id="ref-strict").update(active=False)
+    draft = KeyEdition.objects.get(benchmark__name=BENCHMARK, status="draft")
+    client.force_login(demo["editor"])
+    html = client.get(f"/editions/{BENCHMARK}/{draft.name}/impact/").content.decode()
+    assert (
+        "No judge can grade these responses (ref-lenient: skipped, no backend (imported grades "
+        "only); ref-strict: skipped, inactive), so corrections cannot be previewed." in html
+    )
+    assert "Preview re-score</button>" not in html
+    with pytest.raises(DomainError, match="no judge of .* can grade"):
+        services.draft_preview_rescore(edition=draft, user=demo["editor"])
+    approvals = client.get(f"/review/approvals/?benchmark={BENCHMARK}").content.decode()
+    assert "Impact of the whole draft corrected-1" in approvals
+
+
+def test_approvals_show_a_pending_removal_exactly_and_a_correction_its_grading(client, demo):
+    from questions.models import KeyEdition
+    from review import services
+    from review.models import ReviewItem
+
+    # A pending removal of Q046 and a pending correction of another question.
+    removal_item = ReviewItem.objects.get(question__question_id=CLASS_MA)
+    services.review_item_claim(item=removal_item, user=demo["reviewer"])
+    removal_item.refresh_from_db()
+    services.proposal_create(
+        item=removal_item,
+        user=demo["reviewer"],
+        version=removal_item.version,
+        action="remove",
+        reason="ungradeable",
+        note="Remove it.",
+    )
+    other = ReviewItem.objects.exclude(pk=removal_item.pk).order_by("pk").first()
+    services.review_item_claim(item=other, user=demo["reviewer"])
+    other.refresh_from_db()
+    services.proposal_create(
+        item=other,
+        user=demo["reviewer"],
+        version=other.version,
+        action="correct",
+        answer="A corrected answer.",
+        reason="factually_wrong",
+        note="Fix it.",
+    )
+    client.force_login(demo["editor"])
+    html = client.get(f"/review/approvals/?benchmark={BENCHMARK}").content.decode()
+
+    original = KeyEdition.objects.get(benchmark__name=BENCHMARK, name="original")
+    entries = _entries(original)
+    with_q = _independent_scores(entries)
+    without_q = _independent_scores(
+        {q: e for q, e in entries.items() if q != removal_item.question_id}
+    )
+    assert "removing it changes each model's original score by" in html
+    for model, score in with_q.items():
+        change = without_q[model] - score
+        assert (
+            f"<span>{model}</span> <strong>{'+' if change > 0 else ''}{change:.2f}</strong>" in html
+        )
+    # model-a: Q046 agreed 0+0 on 37 counted (hand check): 64/74 -> 64/72, +2.40 points.
+    assert round(without_q["model-a"] - with_q["model-a"], 2) == 2.40
+    assert "a preview re-score grades its 6 responses × 2 judges = 12 grades" in html
