@@ -1,9 +1,9 @@
 """Impact previews of key changes before they are published (issue 18 item 4).
 
 `draft_impact` compares a draft key edition with the latest published one: each model's
-score, band and rank under both (the methodology report's comparison,
-`scoring.report.build_report` with `compare`, so there is one copy of the scoring
-formula), and per change in the draft the move of each model due to that question alone
+score, band and rank under both (the methodology report's comparison: the cached boards
+of `scoring.selectors.board_for_edition`, `scoring.engine.compare_leaderboards` and the
+report's correction margin, so there is one copy of the scoring formula), and per change in the draft the move of each model due to that question alone
 (`scoring.engine.impact.question_effects`). A removal is exact at once; a correction needs
 grades against the draft's new entry (a preview re-score of the draft edition, whose
 grades are keyed to that entry and so are reused when the draft is published, rule 8).
@@ -26,6 +26,7 @@ from django.db.models import Count
 
 from questions.models import KeyEdition, KeyEntry, Question, Response
 from questions.selectors import latest_published_edition
+from scoring.engine import compare_leaderboards
 from scoring.engine.impact import Contributions, contributions, question_effects, scores_without
 from scoring.models import Grade, ScoringRun
 from scoring.runs_selectors import latest_run
@@ -33,6 +34,7 @@ from scoring.selectors import (
     CACHE_TIMEOUT,
     JudgeSet,
     _judge_filter,
+    board_for_edition,
     data_version,
     load_edition_grades,
     resolve_judges,
@@ -159,6 +161,44 @@ def _change_rows(
     return rows
 
 
+def _comparison(draft: KeyEdition, base: KeyEdition | None) -> dict[str, Any]:
+    """The methodology report's comparison of `base` -> `draft` (rule 10): both boards
+    from `scoring.selectors.board_for_edition` (cached), `compare_leaderboards` and the
+    report's correction margin; empty figures without `base` or a leaderboard."""
+    from scoring.report import _correction_margin
+
+    board = board_for_edition(draft)
+    complete = bool(board.completeness.complete) if board.completeness else False
+    out: dict[str, Any] = {
+        "models": [],
+        "band_changes": [],
+        "top3_unchanged": None,
+        "bottom5_unchanged": None,
+        "kendall_tau": None,
+        "correction_margin": None,
+        "complete": complete,
+        "notes": list(board.notes) + (list(board.leaderboard.notes) if board.leaderboard else []),
+    }
+    base_board = board_for_edition(base) if base is not None else None
+    if base_board is None or base_board.leaderboard is None or board.leaderboard is None:
+        return out
+    robust = compare_leaderboards(base_board.leaderboard, board.leaderboard).to_dict()
+    doc = {"model_moves": robust["models"], "complete": complete}
+    _correction_margin(doc, board.band_gap)
+    for m in robust["models"]:
+        a, b = m["score_original"], m["score_corrected"]
+        out["models"].append({**m, "change": None if a is None or b is None else round(b - a, 2)})
+    out.update(
+        band_changes=robust["band_changes"],
+        top3_unchanged=robust["top3_unchanged"],
+        bottom5_unchanged=robust["bottom5_unchanged"],
+        kendall_tau=robust["kendall_tau"],
+        correction_margin=doc["correction_margin"],
+    )
+    out["notes"] += [n for n in robust["notes"] if n not in out["notes"]]
+    return out
+
+
 def draft_impact(draft: KeyEdition) -> dict[str, Any]:
     """Return the impact of `draft` against `comparison_edition(draft)` as a JSON-safe dict.
 
@@ -170,34 +210,36 @@ def draft_impact(draft: KeyEdition) -> dict[str, Any]:
     grades), `partial` (True while a correction lacks grades or the draft's figures lack
     any grade: the figures are then not the draft's final ones), `notes`, `graders`
     (`Graders`), `preview_run` (the draft's newest grade run or None). Judges: the panel.
+    The figures are cached under both editions' data versions, so a page view after the
+    first recomputes nothing while no grade, entry or exclusion changed.
     """
-    from scoring.report import build_report
-
     base = comparison_edition(draft)
     judge_set = resolve_judges(draft.benchmark)
-    doc = build_report(draft, compare=base) if base is not None else None
-    draft_c = edition_contributions(draft, judge_set)
-    base_c = edition_contributions(base, judge_set) if base is not None else None
-    changes = _change_rows(draft, judge_set, draft_c, base_c)
-    not_graded = [c for c in changes if not c["graded"]]
-    models = []
-    for m in (doc or {}).get("model_moves", []):
-        a, b = m["score_original"], m["score_corrected"]
-        models.append({**m, "change": None if a is None or b is None else round(b - a, 2)})
+    judges = list(judge_set.judges)
+    versions = (
+        draft.pk,
+        base.pk if base else None,
+        judge_set.kind,
+        judge_set.ids,
+        data_version(draft, judges),
+        data_version(base, judges) if base else None,
+    )
+    key = "scoring:impact:" + hashlib.sha1(repr(versions).encode()).hexdigest()
+    figures = cache.get(key)
+    if figures is None:
+        figures = _comparison(draft, base)
+        draft_c = edition_contributions(draft, judge_set)
+        base_c = edition_contributions(base, judge_set) if base is not None else None
+        figures["changes"] = _change_rows(draft, judge_set, draft_c, base_c)
+        cache.set(key, figures, CACHE_TIMEOUT)
+    not_graded = [c for c in figures["changes"] if not c["graded"]]
     return {
+        **{k: v for k, v in figures.items() if k != "complete"},
         "edition": draft.name,
         "edition_status": draft.status,
         "base": base.name if base else None,
-        "models": models,
-        "band_changes": (doc or {}).get("band_changes", []),
-        "top3_unchanged": doc["top3_unchanged"] if doc else None,
-        "bottom5_unchanged": doc["bottom5_unchanged"] if doc else None,
-        "kendall_tau": doc["kendall_tau"] if doc else None,
-        "correction_margin": doc["correction_margin"] if doc else None,
-        "changes": changes,
         "not_graded": not_graded,
-        "partial": bool(not_graded) or not (doc or {}).get("complete", False),
-        "notes": (doc or {}).get("notes", []),
+        "partial": bool(not_graded) or not figures["complete"],
         "graders": preview_graders(draft),
         "preview_run": latest_run(draft, kind=ScoringRun.Kind.GRADE),
     }
