@@ -252,7 +252,8 @@ def pending_impacts(
 
     `edition` is the one approval would change (the draft if open, else the latest
     published). kind "remove": `changes` {model: points} of the leaderboard without that
-    question vs with it, exact, with `before`/`after` scores in percent. kind "correct":
+    question vs with it, exact, with `before`/`after` scores in percent, and `ungraded`
+    (question ids of the draft's corrections not graded yet, left out of both). kind "correct":
     `pairs` = responses x judges a preview re-score will grade once it is approved
     (`n_responses`, `n_judges`), and `graders`. Other kinds: {}.
     """
@@ -265,6 +266,12 @@ def pending_impacts(
         ).values_list("question_id", "pk")
     )
     responses = responses_per_question(list(pk_of.values()))
+    # A draft's own corrections still lacking grades are left out of its current figures.
+    ungraded = (
+        [r["question_id"] for r in _change_rows(edition, judge_set, None, None) if not r["graded"]]
+        if not edition.is_published()
+        else []
+    )
     before = scores_without(current, []) if current is not None else {}
     out: dict[Any, dict[str, Any]] = {}
     for key, qid, kind in proposals:
@@ -272,6 +279,7 @@ def pending_impacts(
             after = scores_without(current, [qid]) if current is not None else {}
             out[key] = {
                 "kind": kind,
+                "ungraded": ungraded,
                 "before": _rounded(before),
                 "after": _rounded(after),
                 "changes": {

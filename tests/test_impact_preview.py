@@ -51,8 +51,8 @@ def _load_demo() -> dict[str, User]:
     return _users()
 
 
-def _propose_and_approve(users, question_id: str = CLASS_MA, action: str = "correct"):
-    """`users["reviewer"]` claims the question's item and proposes; `editor2` approves."""
+def _propose(users, question_id: str, action: str):
+    """`users["reviewer"]` claims the question's item and proposes `action`; returns it."""
     from review import services
     from review.models import ReviewItem
 
@@ -66,8 +66,18 @@ def _propose_and_approve(users, question_id: str = CLASS_MA, action: str = "corr
         action=action,
         answer=NEW_ANSWER if action == "correct" else "",
         reason="amended_or_repealed" if action == "correct" else "ungradeable",
-        note="SI 2024/141 removed the 1,500 m² limit from Class MA from 5 March 2024.",
+        note="SI 2024/141 removed the 1,500 m² limit from Class MA from 5 March 2024."
+        if action == "correct"
+        else "The question is ambiguous.",
     )
+    return proposal
+
+
+def _propose_and_approve(users, question_id: str = CLASS_MA, action: str = "correct"):
+    """The reviewer proposes (`_propose`); `editor2` approves."""
+    from review import services
+
+    proposal = _propose(users, question_id, action)
     return services.proposal_approve(proposal=proposal, user=users["editor2"], comment="Checked.")
 
 
@@ -143,7 +153,12 @@ def test_class_ma_preview_then_publish_buys_nothing_twice(transactional_db, live
     ctx = chromium.new_context(viewport={"width": 1366, "height": 900}, locale="en-GB")
     page = ctx.new_page()
     sign_in(page, live_server.url, "editor", PASSWORD)
+    _propose(users, "Q004", "remove")  # pending: its exact impact shows on the approvals page
     page.goto(f"{live_server.url}/review/approvals/?benchmark={BENCHMARK}")
+    removal = page.locator("article", has_text="Q004").locator(".proposal-impact")
+    assert "removing it changes each model's corrected-1 score by" in removal.inner_text()
+    assert "leave out corrected-1's correction not graded yet (Q046)" in removal.inner_text()
+    shots.take(page, "approvals with a pending removal's impact")
     page.get_by_role("link", name=re.compile(f"Impact of the whole draft {draft.name}")).click()
     page.wait_for_selector("#impact-partial")
     text = page.locator("main").inner_text()
