@@ -52,6 +52,7 @@ class Graders:
 
     @property
     def sentence(self) -> str | None:
+        """The sentence for the page when no judge can grade (naming why), else None."""
         if self.judge_ids:
             return None
         why = "; ".join(self.notes) or "the benchmark has no judge"

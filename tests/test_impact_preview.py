@@ -249,7 +249,7 @@ def test_only_editors_and_admins_start_a_preview_rescore(client, demo, role, all
     assert ScoringRun.objects.filter(edition=draft).count() == 1
 
 
-def test_a_published_edition_is_not_preview_rescored(demo):
+def test_a_published_edition_is_not_preview_rescored(client, demo):
     from questions.models import KeyEdition
     from review import services
     from review.errors import InvalidTransitionError
@@ -257,6 +257,10 @@ def test_a_published_edition_is_not_preview_rescored(demo):
     original = KeyEdition.objects.get(benchmark__name=BENCHMARK, name="original")
     with pytest.raises(InvalidTransitionError, match="is published"):
         services.draft_preview_rescore(edition=original, user=demo["editor"])
+    client.force_login(demo["editor"])
+    html = client.get(f"/editions/{BENCHMARK}/original/impact/").content.decode()
+    assert "original has no earlier edition, so there is no leaderboard to compare it with" in html
+    assert "Preview re-score</button>" not in html
 
 
 def test_no_judge_that_can_grade_is_said_in_words(client, demo):
