@@ -286,6 +286,7 @@ def test_no_judge_that_can_grade_is_said_in_words(client, demo):
     assert "Impact of the whole draft corrected-1" in approvals
 
 
+@pytest.mark.sqlite
 def test_approvals_show_a_pending_removal_exactly_and_a_correction_its_grading(client, demo):
     from questions.models import KeyEdition
     from review import services
