@@ -130,3 +130,51 @@ def edition_publish(request: HttpRequest, benchmark: str, name: str) -> HttpResp
     except DomainError as exc:
         messages.error(request, str(exc))
     return done(request, reverse("review:edition", args=[benchmark, name]))
+
+
+@require_GET
+@requires(permissions.can_view_editions)
+def edition_impact(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
+    """The impact preview of a key edition (issue 18 item 4): each model's score, rank and
+    band under the latest published edition and under this one, and per change the move
+    due to that question alone; editors start a preview re-score of a draft from here."""
+    from scoring.impact import draft_impact
+
+    edition = get_object_or_404(
+        KeyEdition.objects.select_related("benchmark", "parent"),
+        benchmark__name=benchmark,
+        name=name,
+    )
+    impact = draft_impact(edition)
+    return render(
+        request,
+        "review/edition_impact.html",
+        {
+            "edition": edition,
+            "benchmark": edition.benchmark,
+            "impact": impact,
+            "can_preview": permissions.can_publish(request.user)
+            and not edition.is_published()
+            and bool(impact["changes"]),
+        },
+    )
+
+
+@require_POST
+@requires(permissions.can_publish)
+def edition_preview_rescore(request: HttpRequest, benchmark: str, name: str) -> HttpResponse:
+    """Start a preview re-score of a draft edition (editor or admin), back to its preview."""
+    edition = get_object_or_404(KeyEdition, benchmark__name=benchmark, name=name)
+    try:
+        run = services.draft_preview_rescore(edition=edition, user=request.user)
+        messages.success(
+            request,
+            f"Preview re-score started (run {run.pk}): {run.needed} grade"
+            f"{'' if run.needed == 1 else 's'} to buy, {run.reused} already held. "
+            "Publishing later reuses these grades.",
+        )
+    except NotAllowedError as exc:
+        return forbidden(request, str(exc))
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return done(request, reverse("review:edition_impact", args=[benchmark, name]))

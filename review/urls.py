@@ -43,6 +43,16 @@ urlpatterns = [
         edition_views.edition_publish,
         name="edition_publish",
     ),
+    path(
+        "editions/<slug:benchmark>/<slug:name>/impact/",
+        edition_views.edition_impact,
+        name="edition_impact",
+    ),
+    path(
+        "editions/<slug:benchmark>/<slug:name>/preview-rescore/",
+        edition_views.edition_preview_rescore,
+        name="edition_preview_rescore",
+    ),
     path("log/", views.log, name="log"),
     path("scorecard/<slug:benchmark>/", views.scorecard, name="scorecard"),
     path("review/report/<slug:benchmark>/", views.report_problem, name="report_problem"),

@@ -39,6 +39,7 @@ from review.forms import (
     ReportProblemForm,
     add_service_errors,
 )
+from review.impact import attach_proposal_impacts, open_drafts
 from review.models import Proposal, ReaderReport, ReviewItem, Source
 from review.view_helpers import done, forbidden, query_without_page, requires, vary
 
@@ -400,10 +401,16 @@ def approvals(request: HttpRequest) -> HttpResponse:
         p.can_decide = permissions.can_approve(request.user, p)
         p.evidence = evidence[p.pk]
         p.passages = passages[p.pk]
+    attach_proposal_impacts(proposals)
     return render(
         request,
         "review/approvals.html",
-        {"proposals": proposals, "benchmark": benchmark, "form": DecisionForm()},
+        {
+            "proposals": proposals,
+            "benchmark": benchmark,
+            "form": DecisionForm(),
+            "drafts": open_drafts(benchmark),
+        },
     )
 
 

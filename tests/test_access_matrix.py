@@ -391,6 +391,9 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:edition": (ANY_ROLE, NO_POST),
     "review:edition_key": (ANY_ROLE, NO_POST),
     "review:edition_publish": (NO_GET, EDITORS),
+    "review:edition_impact": (ANY_ROLE, NO_POST),  # the impact preview (issue 18): read-only
+    # the preview re-score: editors; a published edition is refused with a message (303)
+    "review:edition_preview_rescore": (NO_GET, EDITORS),
     "review:log": (page(403, 403, 200), NO_POST),
     "review:scorecard": (ANY_ROLE, NO_POST),
     "review:report_spam": (NO_GET, REVIEWERS),  # a reader's report (issue 22): any reviewer

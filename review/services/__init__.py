@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from review.services.editions import (
     draft_edition_get_or_create,
+    draft_preview_rescore,
     key_edition_publish,
 )
 from review.services.items import (
@@ -48,6 +49,7 @@ __all__ = [
     "reader_report_mark_spam",
     "citation_check_record",
     "draft_edition_get_or_create",
+    "draft_preview_rescore",
     "item_decide",
     "key_edition_publish",
     "proposal_approve",

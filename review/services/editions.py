@@ -113,3 +113,45 @@ def key_edition_publish(*, edition: KeyEdition, user) -> KeyEdition:
         )
         scoring_services.rescore_request(edition=locked, user=user)
     return published
+
+
+def draft_preview_rescore(*, edition: KeyEdition, user):
+    """Start a preview re-score of a draft key edition (editor or admin; issue 18 item 4).
+
+    Grades, with the judges the re-score after publishing would use
+    (`scoring.services.pairs.active_graders`), every response that lacks a grade against
+    the draft's effective entries: in practice the responses to its corrections. The
+    grades are keyed to the draft's own (never altered) entries, so publishing the draft
+    later reuses them and buys none again (rule 8); until it is published they count for
+    no published figure (`scoring.impact.draft_impact` shows them as a preview).
+    Returns the ScoringRun. Raises NotAllowedError (not an editor), InvalidTransitionError
+    (the edition is published, has no changes, or a grade run of it is still active) and
+    DomainError naming why no judge can grade.
+    """
+    from scoring.models import ScoringRun
+    from scoring.services.pairs import active_graders
+
+    _require(permissions.can_publish(user), "only an editor may start a preview re-score")
+    if edition.is_published():
+        raise InvalidTransitionError(
+            f"key edition {edition.name!r} is published: re-score it from the runs page"
+        )
+    if not KeyEntry.objects.filter(edition=edition).exists():
+        raise InvalidTransitionError(f"key edition {edition.name!r} has no changes to preview")
+    active = (
+        ScoringRun.objects.filter(
+            edition=edition,
+            kind=ScoringRun.Kind.GRADE,
+            status__in=(ScoringRun.Status.PENDING, ScoringRun.Status.RUNNING),
+        )
+        .order_by("-pk")
+        .first()
+    )
+    if active is not None:
+        raise InvalidTransitionError(
+            f"a preview re-score of {edition.name!r} is already under way (run {active.pk})"
+        )
+    judges, _ = active_graders(edition)
+    return scoring_services.scoring_run_create(
+        edition=edition, judges=judges, kind=ScoringRun.Kind.GRADE, user=user
+    )

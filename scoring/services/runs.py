@@ -296,11 +296,17 @@ def send_follow_up(task_name: str, run_id: int) -> bool:
 
 def leaderboard_refresh(*, run: ScoringRun) -> None:
     """Compute the finished run's edition leaderboard into the cache (the board is versioned
-    by its data, so this only warms it); a failure is logged, never raised."""
+    by its data, so this only warms it); for a draft edition (a preview re-score) its impact
+    preview too (`scoring.impact.draft_impact`), so the editor's next view is served from
+    the cache. A failure is logged, never raised."""
     try:
         from scoring.selectors import board_for_edition
 
         board_for_edition(run.edition)
+        if not run.edition.is_published():
+            from scoring.impact import draft_impact
+
+            draft_impact(run.edition)
     except Exception:  # noqa: BLE001 - a cache warm-up must not undo a finished run
         logger.exception("leaderboard refresh after run %s failed", run.pk)
 

@@ -1,0 +1,46 @@
+"""The approvals page's impact column (issue 18 item 4): what approving each pending
+proposal does to the leaderboard, from `scoring.impact.pending_impacts`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from questions.models import KeyEdition
+from questions.selectors import latest_published_edition
+from scoring.impact import pending_impacts
+
+
+def open_drafts(benchmark: str = "") -> list[KeyEdition]:
+    """Return the draft key editions (of the benchmark named, or of all), by benchmark name."""
+    qs = KeyEdition.objects.filter(status=KeyEdition.Status.DRAFT).select_related("benchmark")
+    if benchmark:
+        qs = qs.filter(benchmark__name=benchmark)
+    return list(qs.order_by("benchmark__name"))
+
+
+def attach_proposal_impacts(proposals: list[Any]) -> None:
+    """Set `p.impact` (a dict, {} when nothing applies) on each pending proposal.
+
+    The edition an approval changes is the benchmark's draft when one is open, else its
+    latest published edition: a removal's impact is that edition's leaderboard without the
+    question vs with it (exact); a correction's is what a preview re-score will grade once
+    it is in the draft. `p.impact_edition` names that edition. One `pending_impacts` call
+    per benchmark; its per-question sums are cached by the edition's data version.
+    """
+    by_benchmark: dict[int, list[Any]] = {}
+    for p in proposals:
+        by_benchmark.setdefault(p.item.benchmark_id, []).append(p)
+    for benchmark_id, group in by_benchmark.items():
+        draft = KeyEdition.objects.filter(
+            benchmark_id=benchmark_id, status=KeyEdition.Status.DRAFT
+        ).first()
+        edition = draft or latest_published_edition(benchmark_id)
+        if edition is None:
+            for p in group:
+                p.impact, p.impact_edition = {}, None
+            continue
+        impacts = pending_impacts(
+            edition, [(p.pk, p.item.question.question_id, p.action) for p in group]
+        )
+        for p in group:
+            p.impact, p.impact_edition = impacts.get(p.pk, {}), edition
