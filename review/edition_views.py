@@ -17,6 +17,8 @@ from review.cited_passages import change_passages
 from review.errors import DomainError, NotAllowedError
 from review.models import Proposal
 from review.view_helpers import done, forbidden, query_without_page, requires
+from scoring import services as scoring_services
+from scoring.estimate import estimate_run, estimate_summary
 from scoring.models import RescoreRequest
 
 
@@ -146,6 +148,15 @@ def edition_impact(request: HttpRequest, benchmark: str, name: str) -> HttpRespo
         name=name,
     )
     impact = draft_impact(edition)
+    can_preview = (
+        permissions.can_publish(request.user)
+        and not edition.is_published()
+        and bool(impact["changes"])
+    )
+    estimate = ""
+    if can_preview and impact["not_graded"] and not impact["graders"].sentence:
+        judges, _ = scoring_services.active_graders(edition)
+        estimate = estimate_summary(estimate_run(edition=edition, judges=judges))
     return render(
         request,
         "review/edition_impact.html",
@@ -153,9 +164,8 @@ def edition_impact(request: HttpRequest, benchmark: str, name: str) -> HttpRespo
             "edition": edition,
             "benchmark": edition.benchmark,
             "impact": impact,
-            "can_preview": permissions.can_publish(request.user)
-            and not edition.is_published()
-            and bool(impact["changes"]),
+            "can_preview": can_preview,
+            "estimate_summary": estimate,
         },
     )
 

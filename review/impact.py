@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions.models import KeyEdition
+from questions.models import KeyEdition, KeyEntry
 from questions.selectors import latest_published_edition
+from scoring.estimate import estimate_entry, estimate_summary
 from scoring.impact import pending_impacts
+from scoring.services import active_graders
 
 
 def open_drafts(benchmark: str = "") -> list[KeyEdition]:
@@ -42,5 +44,25 @@ def attach_proposal_impacts(proposals: list[Any]) -> None:
         impacts = pending_impacts(
             edition, [(p.pk, p.item.question.question_id, p.action) for p in group]
         )
+        judges: list[Any] | None = None
         for p in group:
             p.impact, p.impact_edition = impacts.get(p.pk, {}), edition
+            p.estimate_summary = ""
+            if p.impact.get("kind") == "correct" and not p.impact["graders"].sentence:
+                if judges is None:
+                    judges, _ = active_graders(edition)
+                p.estimate_summary = estimate_summary(estimate_entry(candidate_entry(p), judges))
+
+
+def candidate_entry(proposal: Any) -> KeyEntry:
+    """Return the key entry approving a correction would create, unsaved: its answer and
+    citation as proposal_approve writes them (for the estimate of grading it; never saved)."""
+    return KeyEntry(
+        question=proposal.item.question,
+        answer=proposal.answer,
+        citation_doc_id=proposal.citation_doc_id,
+        citation_locator=proposal.citation_locator,
+        citation_quote=proposal.citation_quote,
+        has_citation=bool(proposal.citation_doc_id),
+        removed=False,
+    )

@@ -294,6 +294,22 @@ def estimate_run(
     return combine(estimate_pairs(rows, scale=scale), [*notes, RETRIES_NOTE])
 
 
+def estimate_entry(entry: KeyEntry, judges: Sequence[Judge]) -> RunEstimate:
+    """Return what grading every response to `entry`'s question against `entry` would send
+    and cost with `judges` (those that cannot grade left out with a note).
+
+    For a key entry not saved yet (a pending correction's answer and citation, issue 18's
+    per-proposal impact): the prompts are rendered from it exactly as a run renders a saved
+    one (estimate_pairs). Reads the question's responses (one query) and calibrates each
+    judge (three queries per judge). Creates nothing and calls no judge.
+    """
+    usable, notes = graders_for(judges, role=Judge.Role.JUDGE)
+    responses = list(Response.objects.filter(question_id=entry.question_id).only("id", "text"))
+    rows = [(judge, entry, response) for judge in usable for response in responses]
+    scale = _scale(entry.question.benchmark.grade_scale)
+    return combine(estimate_pairs(rows, scale=scale), [*notes, RETRIES_NOTE])
+
+
 def estimate_summary(estimate: RunEstimate) -> str:
     """Return the estimate in one British-English sentence for the pages: "about N calls,
     ~T tokens, cost X live / Y batch" or "... cost unknown: judge J has no price"."""

@@ -235,6 +235,8 @@ def test_only_editors_and_admins_start_a_preview_rescore(client, demo, role, all
     html = page.content.decode()
     assert "Not graded yet: 6 responses × 2 judges" in html
     assert ("Preview re-score</button>" in html) is allowed
+    # The estimate (scoring.estimate) names the calls the run below will need: 15.
+    assert ("Estimate: about 15 calls" in html) is allowed
     response = client.post(f"/editions/{BENCHMARK}/{draft.name}/preview-rescore/")
     if not allowed:
         assert response.status_code == 403
@@ -334,3 +336,7 @@ def test_approvals_show_a_pending_removal_exactly_and_a_correction_its_grading(c
     # model-a: Q046 agreed 0+0 on 37 counted (hand check): 64/74 -> 64/72, +2.40 points.
     assert round(without_q["model-a"] - with_q["model-a"], 2) == 2.40
     assert "a preview re-score grades its 6 responses × 2 judges = 12 grades" in html
+    # Its estimate renders the 12 prompts from the proposed answer (an unsaved key entry);
+    # the demo's reference judges have no price, which the sentence says.
+    assert "Estimate for grading it: about 12 calls" in html
+    assert "cost unknown: judges ref-lenient, ref-strict have no price" in html
