@@ -10,7 +10,8 @@ Each request of a batch takes the next scripted Behaviour of the server (server.
 server.default), as a live call would: "ok" (and cut_off, malformed, refusal, no_usage)
 replies as the live endpoint does (same usage); "status" makes the request errored with that
 HTTP status. The batch itself follows the next BatchPlan (server.plan_batches; default
-BatchPlan()): `polls` retrievals answered "in progress" first, then ended; with
+BatchPlan()): `polls` looks (retrievals or listings) answered "in progress" first, then
+ended; with
 `expire_after=k` only its first k requests ran and the rest expired (OpenAI: batch status
 "expired", error-file lines with code "batch_expired"; Anthropic: results of type
 "expired"). Every request line is kept in server.batch_lines (custom_id, body).
@@ -128,15 +129,35 @@ class BatchEndpoints:
             out, err = [], []
             for i, (cid, code, payload) in enumerate(b.outcomes):
                 if i >= len(ran):
-                    err.append({"id": f"batch_req_{i}", "custom_id": cid, "response": None,
-                                "error": {"code": "batch_expired",
-                                          "message": "not run before the window closed"}})
+                    err.append(
+                        {
+                            "id": f"batch_req_{i}",
+                            "custom_id": cid,
+                            "response": None,
+                            "error": {
+                                "code": "batch_expired",
+                                "message": "not run before the window closed",
+                            },
+                        }
+                    )
                 elif code == 200:
-                    out.append({"id": f"batch_req_{i}", "custom_id": cid, "error": None,
-                                "response": {"status_code": 200, "body": payload}})
+                    out.append(
+                        {
+                            "id": f"batch_req_{i}",
+                            "custom_id": cid,
+                            "error": None,
+                            "response": {"status_code": 200, "body": payload},
+                        }
+                    )
                 else:
-                    err.append({"id": f"batch_req_{i}", "custom_id": cid, "error": None,
-                                "response": {"status_code": code, "body": payload}})
+                    err.append(
+                        {
+                            "id": f"batch_req_{i}",
+                            "custom_id": cid,
+                            "error": None,
+                            "response": {"status_code": code, "body": payload},
+                        }
+                    )
             b.output_file_id = self._store(out)
             b.error_file_id = self._store(err)
         failed = sum(1 for _, code, _ in ran if code != 200)
@@ -247,6 +268,11 @@ class BatchEndpoints:
         return b.outcomes[:cut]
 
     def _newest(self, vendor: str) -> list[_Batch]:
+        """The vendor's batches, newest first; a listing counts as a look at each (a batch
+        planned to stay in progress for N looks ends after N retrievals or listings)."""
+        for b in self.batches.values():
+            if b.vendor == vendor:
+                b.polls_left -= 1
         return sorted(
             (b for b in self.batches.values() if b.vendor == vendor),
             key=lambda b: b.created,

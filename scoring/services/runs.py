@@ -53,6 +53,7 @@ def scoring_run_create(
     user: Any = None,
     on_complete: str = "",
     enqueue: bool = True,
+    mode: str = ScoringRun.Mode.LIVE,
 ) -> ScoringRun:
     """Create a run for the pairs that lack a grade (or verdict) and enqueue it after commit.
 
@@ -62,9 +63,15 @@ def scoring_run_create(
     sent with the run id when the run finishes; for a key-audit run left without one it is
     settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK (the composition root sets it to review's
     `review.triage_after_audit`, so every audit run - Runs page, API or `audit_key` - ends
-    with triage of its edition, and scoring never imports review). Raises DomainError when
-    no judge can grade.
+    with triage of its edition, and scoring never imports review). mode: "live" (default)
+    or "batch" (a re-scoring run's model-judge calls go through the vendors' batch APIs:
+    scoring.services.batch_mode). Raises DomainError when no judge can grade, for an unknown
+    mode, or for batch mode on a key-audit run (audits are few and go live).
     """
+    if mode not in ScoringRun.Mode.values:
+        raise DomainError(f"unknown run mode {mode!r}: live or batch")
+    if mode == ScoringRun.Mode.BATCH and kind != ScoringRun.Kind.GRADE:
+        raise DomainError("batch mode is for re-scoring runs; key audits run live")
     if kind == ScoringRun.Kind.AUDIT and not on_complete:
         on_complete = settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
@@ -87,6 +94,7 @@ def scoring_run_create(
             reused=max(0, total - len(pairs)),
             error="\n".join(notes),
             on_complete=on_complete or "",
+            mode=mode,
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         run.judges.set(usable)
@@ -331,7 +339,7 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
     - judge limiter slots (Redis) held by processes that hold no live pair lease any more
       (dead: a live worker renews its leases while its calls are out) are freed
       (scoring.judges.limits.free_dead_slots), instead of waiting out their 300 s expiry;
-    - every active run stalled (no worker report for tunables.stall_seconds(), the run
+    - every active run stalled (no worker report for tunables.stall_seconds(run mode), the run
       page's "stalled"; scoring.runs_selectors.run_stall) and not already sent again since
       the last report is sent again (`scoring.run_start`, after commit: its pending pairs go
       out in fresh chunks; duplicates of chunks still queued claim nothing twice). Its
@@ -346,7 +354,13 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
     stalled = (
         ScoringRun.objects.filter(status__in=ACTIVE_STATUSES)
         .annotate(last_report=last_report)
-        .filter(last_report__lt=now - timedelta(seconds=stall_seconds()))
+        .filter(
+            Q(mode=ScoringRun.Mode.LIVE, last_report__lt=now - timedelta(seconds=stall_seconds()))
+            | Q(
+                mode=ScoringRun.Mode.BATCH,
+                last_report__lt=now - timedelta(seconds=stall_seconds("batch")),
+            )
+        )
         .filter(Q(resent_at__isnull=True) | Q(resent_at__lt=F("last_report")))
     )
     done["resent"] = []

@@ -1,0 +1,336 @@
+"""Batch mode (issue 20 item 6): a run's judge calls through the vendors' batch APIs, with the
+real openai / anthropic SDKs against the loopback judge API (tests/judge_server.py,
+tests/judge_batches.py), settled through the live path's ledger and settler.
+
+Exactly once: a batch polled twice, its results fetched twice, or a worker that crashed
+between the vendor accepting a batch and the batch's id being recorded, stores each grade
+once and has one billed ledger row per answered request.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db.models import Sum
+from django.utils import timezone
+
+import tests.judge_server as loopback
+from scoring import services
+from scoring.judges import GradingInput
+from scoring.judges.prompts import render_judge_prompt
+from scoring.models import Grade, JudgeBatch, JudgeCall, PairLease, RunItem, ScoringRun
+from scoring.services import batch_mode
+from scoring.services.backends import citation_text, judge_backend
+from scoring.tasks import poll_batches, run_start
+from tests.judge_batches import BatchPlan
+from tests.judge_server import GOOD_GRADE, JudgeServer, count_tokens, malformed, status
+from tests.test_judge_server import KEY_ENV, SDKS
+from tests.worker_fixtures import build_benchmark
+
+judge_server = loopback.judge_server
+GRADE_1 = '{"grade": 1, "rationale": "partly right", "flag": false, "flag_reason": ""}'
+PAIRS = 6  # 3 questions x 2 models, one judge
+
+
+@pytest.fixture
+def data(monkeypatch, judge_server: JudgeServer):
+    monkeypatch.setenv(KEY_ENV, "sk-batch-test-not-a-secret")
+    return build_benchmark(
+        n_questions=3, n_models=2, grade_original=False, with_auditors=False, name="batch"
+    )
+
+
+def _point_at(judge, server: JudgeServer, sdk: str) -> None:
+    judge.backend = sdk
+    judge.model = f"loopback-{sdk}"
+    judge.base_url = server.url + "/v1" if sdk == "openai" else server.url
+    judge.api_key_env = KEY_ENV
+    judge.backend_settings = {"max_retries": 0, "timeout": 5}
+    judge.save()
+
+
+def _batch_run(data, server, sdk) -> ScoringRun:
+    judge = data.judges[0]
+    _point_at(judge, server, sdk)
+    run = services.scoring_run_create(
+        edition=data.original, judges=[judge], enqueue=False, mode="batch"
+    )
+    run_start.delay(run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def _ledger(run):
+    calls = JudgeCall.objects.filter(run=run)
+    return {
+        "ok": calls.filter(outcome="ok").count(),
+        "batch_ok": calls.filter(outcome="ok", mode="batch").count(),
+        "live_ok": calls.filter(outcome="ok", mode="live").count(),
+        "retry": calls.filter(outcome="retry").count(),
+        "started": calls.filter(outcome="started").count(),
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("sdk", SDKS)
+def test_a_batch_round_trip_through_the_sdk_grades_each_pair_once(sdk, data, judge_server):
+    judge_server.default = loopback.ok(GRADE_1)
+    run = _batch_run(data, judge_server, sdk)
+    # submitted, nothing graded yet; no live call was made
+    assert run.status == "running" and run.done == 0
+    assert not [p for p in judge_server.paths if p.endswith(("/chat/completions", "/messages"))]
+    batch = JudgeBatch.objects.get(run=run)
+    assert (batch.status, batch.vendor, batch.requests) == ("submitted", sdk, PAIRS)
+    assert batch.vendor_batch_id in judge_server.batch_api.batches
+    assert len(judge_server.batch_lines) == PAIRS
+    assert RunItem.objects.filter(run=run, holder=f"batch:{batch.pk}").count() == PAIRS
+
+    # each line is the live builder's request for its pair: same prompt, same parameters
+    item = RunItem.objects.select_related("response", "key_entry__question").get(
+        run=run, pk=batch.pairs[judge_server.batch_lines[0]["custom_id"]][0]
+    )
+    prompt = render_judge_prompt(
+        GradingInput(
+            question=item.key_entry.question.text,
+            key_answer=item.key_entry.answer,
+            citation_text=citation_text(item.key_entry),
+            response=item.response.text,
+        )
+    )
+    backend = judge_backend(data.judges[0])
+    live = (
+        backend._body(prompt, backend.config.max_tokens)
+        if sdk == "openai"
+        else {
+            k: v
+            for k, v in backend._request(prompt, backend.config.max_tokens).items()
+            if k != "extra_body"
+        }
+    )
+    line = judge_server.batch_lines[0]["body"]
+    assert {k: v for k, v in line.items() if k != "temperature"} == {
+        k: v for k, v in live.items() if k != "temperature"
+    }
+    assert item.response.text.strip() in line["messages"][0]["content"]
+
+    done = poll_batches.delay().get()
+    assert done["settled"] == [batch.pk]
+    run.refresh_from_db()
+    assert (run.status, run.done, run.graded) == ("complete", PAIRS, PAIRS)
+    assert Grade.objects.filter(run=run, grade=1).count() == PAIRS
+    assert _ledger(run) == {"ok": PAIRS, "batch_ok": PAIRS, "live_ok": 0, "retry": 0, "started": 0}
+    calls = JudgeCall.objects.filter(run=run)
+    assert calls.aggregate(o=Sum("output_tokens"))["o"] == PAIRS * count_tokens(GRADE_1)
+    assert calls.filter(input_tokens__gt=100).count() == PAIRS  # the rendered prompts' tokens
+    assert not PairLease.objects.filter(run=run).exists()
+    batch.refresh_from_db()
+    assert batch.status == "settled" and batch.counts == {"succeeded": PAIRS}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("sdk", SDKS)
+def test_a_batch_polled_twice_and_settled_twice_stores_and_pays_once(sdk, data, judge_server):
+    judge_server.plan_batches(BatchPlan(polls=2))
+    run = _batch_run(data, judge_server, sdk)
+    batch = JudgeBatch.objects.get(run=run)
+    for _ in range(2):  # in progress at the vendor: nothing settled
+        poll_batches.delay()
+        run.refresh_from_db()
+        assert run.done == 0
+    batch.refresh_from_db()
+    assert (batch.status, batch.polls) == ("submitted", 2)
+    poll_batches.delay()
+    poll_batches.delay()  # an ended, settled batch is not looked at again
+    # the results fetched and settled a second time (a poller that died after settling
+    # but before its status was seen, say): nothing is stored or paid again
+    JudgeBatch.objects.filter(pk=batch.pk).update(status="submitted")
+    poll_batches.delay()
+    run.refresh_from_db()
+    assert (run.status, run.done, run.graded, run.reused) == ("complete", PAIRS, PAIRS, 0)
+    assert Grade.objects.filter(run=run).count() == PAIRS
+    assert JudgeCall.objects.filter(run=run).count() == PAIRS
+    assert _ledger(run)["batch_ok"] == PAIRS
+    assert len(judge_server.batch_api.batches) == 1
+
+
+class _Crash(Exception):
+    """A worker killed between the vendor accepting a batch and its id being recorded."""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("sdk", SDKS)
+def test_a_worker_killed_after_submitting_resumes_without_sending_again(
+    sdk, data, judge_server, monkeypatch
+):
+    def crash(*args, **kwargs):
+        raise _Crash
+
+    monkeypatch.setattr(batch_mode, "record_submitted", crash)
+    with pytest.raises(_Crash):
+        _batch_run(data, judge_server, sdk)
+    monkeypatch.undo()
+    monkeypatch.setenv(KEY_ENV, "sk-batch-test-not-a-secret")
+    batch = JudgeBatch.objects.get()
+    assert (batch.status, batch.vendor_batch_id) == ("preparing", "")
+    assert len(judge_server.batch_api.batches) == 1  # the vendor has it
+    # the pairs stay leased to the batch: heal_runs past a pair lease does not free them
+    later = timezone.now() + timedelta(seconds=90)
+    assert services.heal_runs(now=later)["leases"] == 0
+    for _ in range(3):  # adopt the vendor's batch (found by its tag), then settle it
+        poll_batches.delay()
+    batch.refresh_from_db()
+    assert batch.status == "settled"
+    assert len(judge_server.batch_api.batches) == 1  # never sent twice
+    run = batch.run
+    run.refresh_from_db()
+    assert (run.status, run.graded) == ("complete", PAIRS)
+    assert Grade.objects.filter(run=run).count() == PAIRS
+    assert _ledger(run) == {"ok": PAIRS, "batch_ok": PAIRS, "live_ok": 0, "retry": 0, "started": 0}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_the_vendor_never_got_is_sent_by_the_poller(data, judge_server, monkeypatch):
+    from scoring.judges import JudgeUnavailable
+    from scoring.judges.batch import OpenAIBatchAPI
+
+    real = OpenAIBatchAPI.submit
+
+    def down(self, requests, tag):
+        raise JudgeUnavailable("connection error calling the vendor")
+
+    monkeypatch.setattr(OpenAIBatchAPI, "submit", down)
+    run = _batch_run(data, judge_server, "openai")
+    batch = JudgeBatch.objects.get(run=run)
+    assert batch.status == "preparing" and "not sent yet" in batch.detail
+    monkeypatch.setattr(OpenAIBatchAPI, "submit", real)
+    poll_batches.delay()  # not at the vendor: sent now
+    assert len(judge_server.batch_api.batches) == 1
+    poll_batches.delay()
+    run.refresh_from_db()
+    assert (run.status, run.graded) == ("complete", PAIRS)
+    assert _ledger(run)["batch_ok"] == PAIRS
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("sdk", SDKS)
+def test_failed_requests_are_retried_live_by_default(sdk, data, judge_server, settings):
+    settings.SNAGLIST_BATCH_FAILED_RETRY = "live"
+    # request 1 errors (HTTP 500), request 2 is unparseable, the last 2 expire
+    judge_server.script(status(500), malformed())
+    judge_server.plan_batches(BatchPlan(expire_after=4))
+    run = _batch_run(data, judge_server, sdk)
+    poll_batches.delay()
+    run.refresh_from_db()
+    live_calls = [p for p in judge_server.paths if p.endswith(("/chat/completions", "/messages"))]
+    assert len(live_calls) == 3  # the errored and the 2 expired, asked again live
+    assert (run.status, run.done, run.graded, run.unparsed) == ("complete", PAIRS, PAIRS, 1)
+    assert _ledger(run) == {"ok": 6, "batch_ok": 3, "live_ok": 3, "retry": 3, "started": 0}
+    batch = JudgeBatch.objects.get(run=run)
+    assert batch.counts == {"succeeded": 3, "errored": 1, "expired": 2}
+    assert Grade.objects.filter(run=run).count() == PAIRS
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("sdk", SDKS)
+def test_failed_requests_go_in_the_next_batch_when_set(sdk, data, judge_server, settings):
+    settings.SNAGLIST_BATCH_FAILED_RETRY = "batch"
+    judge_server.script(status(500))
+    judge_server.plan_batches(BatchPlan(expire_after=4), BatchPlan(polls=1))
+    run = _batch_run(data, judge_server, sdk)
+    poll_batches.delay()  # settles 3, sends 3 again in a second batch
+    assert not [p for p in judge_server.paths if p.endswith(("/chat/completions", "/messages"))]
+    first, second = JudgeBatch.objects.filter(run=run).order_by("pk")
+    assert (first.status, second.status, second.requests) == ("settled", "submitted", 3)
+    run.refresh_from_db()
+    assert (run.status, run.done) == ("running", 3)
+    poll_batches.delay()  # in progress
+    poll_batches.delay()
+    run.refresh_from_db()
+    assert (run.status, run.done, run.graded) == ("complete", PAIRS, PAIRS)
+    assert _ledger(run) == {"ok": 6, "batch_ok": 6, "live_ok": 0, "retry": 3, "started": 0}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pair_failing_in_every_batch_is_given_up(data, judge_server, settings):
+    settings.SNAGLIST_BATCH_FAILED_RETRY = "batch"
+    judge_server.default = status(500)
+    run = _batch_run(data, judge_server, "anthropic")
+    for _ in range(4):
+        poll_batches.delay()
+    run.refresh_from_db()
+    assert (run.status, run.done, run.failed) == ("failed", PAIRS, PAIRS)
+    assert JudgeBatch.objects.filter(run=run).count() == 3  # BATCH_MAX_ATTEMPTS
+    assert not JudgeCall.objects.filter(run=run, outcome__in=["ok", "lost", "started"]).exists()
+    item = RunItem.objects.filter(run=run).first()
+    assert "given up after 3 attempts" in item.detail
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_expired_openai_batch_settles_what_ran(data, judge_server, settings):
+    settings.SNAGLIST_BATCH_FAILED_RETRY = "live"
+    judge_server.plan_batches(BatchPlan(expire_after=0))
+    run = _batch_run(data, judge_server, "openai")
+    poll_batches.delay()
+    batch = JudgeBatch.objects.get(run=run)
+    assert batch.vendor_status == "expired" and batch.counts == {"expired": PAIRS}
+    run.refresh_from_db()
+    assert (run.status, run.graded) == ("complete", PAIRS)
+    assert _ledger(run) == {"ok": 6, "batch_ok": 0, "live_ok": 6, "retry": 6, "started": 0}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_poller_renews_a_batch_lease_and_the_run_is_not_stalled(data, judge_server):
+    judge_server.plan_batches(BatchPlan(polls=5))
+    run = _batch_run(data, judge_server, "openai")
+    soon = timezone.now() + timedelta(seconds=5)
+    RunItem.objects.filter(run=run).update(lease_until=soon)
+    PairLease.objects.filter(run=run).update(lease_until=soon)
+    ScoringRun.objects.filter(pk=run.pk).update(reported_at=timezone.now() - timedelta(hours=1))
+    poll_batches.delay()
+    held = RunItem.objects.filter(run=run, lease_until__gt=soon + timedelta(seconds=60))
+    assert held.count() == PAIRS
+    assert PairLease.objects.filter(run=run, lease_until__gt=soon + timedelta(seconds=60)).count()
+    run.refresh_from_db()
+    assert run.reported_at > timezone.now() - timedelta(seconds=30)
+    # a run sent again while its batch is out claims nothing and sends nothing
+    run_start.delay(run.pk)
+    assert JudgeBatch.objects.filter(run=run).count() == 1
+    assert len(judge_server.batch_lines) == PAIRS
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_judge_without_a_batch_api_is_graded_live_in_a_batch_run(data):
+    # the offline reference judges have no vendor batch API
+    run = services.scoring_run_create(
+        edition=data.original, judges=data.judges, mode="batch", enqueue=False
+    )
+    run_start.delay(run.pk)
+    run.refresh_from_db()
+    assert (run.status, run.graded) == ("complete", 2 * PAIRS)
+    assert not JudgeBatch.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_run_mode_is_checked(data):
+    from questions.errors import DomainError
+
+    with pytest.raises(DomainError, match="unknown run mode 'cheap'"):
+        services.scoring_run_create(edition=data.original, judges=data.judges, mode="cheap")
+    with pytest.raises(DomainError, match="batch mode is for re-scoring runs"):
+        services.scoring_run_create(
+            edition=data.original, judges=data.auditors or data.judges, kind="audit", mode="batch"
+        )
+
+
+def test_custom_ids_carry_the_pair_and_fit_the_vendors_rules():
+    from scoring.judges.batch import custom_id
+
+    assert custom_id("snaglist-b7", 12, 3, 45, "v2") == "snaglist-b7-r12-j3-e45-vv2"
+    assert (
+        custom_id("snaglist-b7", 12, 3, 45, "2024.1 beta") == "snaglist-b7-r12-j3-e45-v2024_1_beta"
+    )
+    long = custom_id("snaglist-b7", 12, 3, 45, "x" * 80)
+    assert len(long) == 64
+    with pytest.raises(ValueError, match="not a valid batch request id"):
+        custom_id("bad tag!", 1, 2, 3, "v1")
