@@ -10,6 +10,7 @@ once and has one billed ledger row per answered request.
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.db.models import Sum
@@ -334,3 +335,71 @@ def test_custom_ids_carry_the_pair_and_fit_the_vendors_rules():
     assert len(long) == 64
     with pytest.raises(ValueError, match="not a valid batch request id"):
         custom_id("bad tag!", 1, 2, 3, "v1")
+
+
+# -- costs: batch calls at batch prices ---------------------------------------------------
+
+PRICES = {
+    "price_currency": "USD",
+    "price_input": "2.00",
+    "price_cached_input": "0.50",
+    "price_output": "8.00",
+    "batch_price_input": "1.00",
+    "batch_price_cached_input": "0.25",
+    "batch_price_output": "4.00",
+}
+
+
+@pytest.mark.django_db
+def test_each_call_is_priced_at_the_prices_of_the_way_it_was_sent(data):
+    from scoring.costs import calls_cost, costs_of_runs
+    from scoring.models import Judge
+
+    judge = data.judges[0]
+    Judge.objects.filter(pk=judge.pk).update(**PRICES)
+    run = ScoringRun.objects.create(benchmark=data.benchmark, edition=data.original, mode="batch")
+    entry = data.original.entries.order_by("id").first()
+    for mode, response in zip(("batch", "live"), data.responses[:2], strict=True):
+        JudgeCall.objects.create(
+            run=run,
+            judge=judge,
+            response=response,
+            key_entry=entry,
+            prompt_version=judge.prompt_version,
+            outcome="ok",
+            mode=mode,
+            input_tokens=1_000_000,
+            cached_tokens=200_000,
+            output_tokens=50_000,
+        )
+    # by hand, per million tokens: batch 0.8 x 1.00 + 0.2 x 0.25 + 0.05 x 4.00 = 1.05;
+    # live 0.8 x 2.00 + 0.2 x 0.50 + 0.05 x 8.00 = 2.10; together 3.15
+    summary = calls_cost(JudgeCall.objects.filter(run=run))
+    assert summary["cost"] == "3.150000"
+    assert summary["judges"][0]["calls"] == 2
+    assert costs_of_runs([run.pk])[run.pk] == {"calls": 2, "cost": "3.150000", "currency": "USD"}
+    # every call at one mode's prices (what-if): 2 x 1.05 and 2 x 2.10
+    assert calls_cost(JudgeCall.objects.filter(run=run), mode="batch")["cost"] == "2.100000"
+    assert calls_cost(JudgeCall.objects.filter(run=run), mode="live")["cost"] == "4.200000"
+    # a batch call whose judge has no batch price: unknown, said so
+    Judge.objects.filter(pk=judge.pk).update(batch_price_output=None)
+    unpriced = calls_cost(JudgeCall.objects.filter(run=run))
+    assert unpriced["cost"] is None
+    assert any("no batch or live price" in n for n in unpriced["notes"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_run_costs_half_the_same_run_live(data, judge_server):
+    from scoring.costs import calls_cost
+    from scoring.models import Judge
+
+    run = _batch_run(data, judge_server, "openai")
+    poll_batches.delay()
+    Judge.objects.filter(pk=data.judges[0].pk).update(**PRICES)
+    calls = JudgeCall.objects.filter(run=run)
+    totals = calls.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
+    # no cached tokens: input x 1.00 + output x 4.00 per million, at batch prices
+    by_hand = (Decimal(totals["i"]) * 1 + Decimal(totals["o"]) * 4) / 1_000_000
+    assert calls_cost(calls)["cost"] == f"{by_hand.quantize(Decimal('0.000001'))}"
+    live = Decimal(calls_cost(calls, mode="live")["cost"])
+    assert Decimal(calls_cost(calls)["cost"]) * 2 == live
