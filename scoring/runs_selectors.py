@@ -169,11 +169,12 @@ def edition_paid_twice(edition: KeyEdition) -> int:
 
 
 def run_summary(run: ScoringRun) -> dict[str, Any]:
-    """Return the cli.md JSON shape of a run (plus kind, done and notes)."""
+    """Return the cli.md JSON shape of a run (plus kind, mode, done and notes)."""
     return {
         "run": run.pk,
         "edition": run.edition.name,
         "kind": run.kind,
+        "mode": run.mode,
         "status": run.status,
         "needed": run.needed,
         "done": run.done,
@@ -184,3 +185,11 @@ def run_summary(run: ScoringRun) -> dict[str, Any]:
         "judges": sorted(run.judges.values_list("judge_id", flat=True)),
         "notes": [line for line in run.error.splitlines() if line],
     }
+
+
+def run_batches(run: ScoringRun) -> list[Any]:
+    """Return the run's vendor batches (scoring.models.JudgeBatch, batch mode), oldest first,
+    with their judges: one query."""
+    from scoring.models import JudgeBatch
+
+    return list(JudgeBatch.objects.filter(run=run).select_related("judge").order_by("pk"))

@@ -403,3 +403,91 @@ def test_a_batch_run_costs_half_the_same_run_live(data, judge_server):
     assert calls_cost(calls)["cost"] == f"{by_hand.quantize(Decimal('0.000001'))}"
     live = Decimal(calls_cost(calls, mode="live")["cost"])
     assert Decimal(calls_cost(calls)["cost"]) * 2 == live
+
+
+# -- the Runs page, the API and `rescore --batch` -------------------------------------------
+
+
+@pytest.fixture
+def admin_client(client):
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user("batch-admin", password="x-very-long-pass-1")
+    user.groups.add(Group.objects.get(name="admin"))
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_runs_page_starts_a_batch_run_and_shows_its_batches(admin_client, data, judge_server):
+    from django.urls import reverse
+
+    _point_at(data.judges[0], judge_server, "anthropic")
+    data.judges[1].active = False
+    data.judges[1].save()
+    page = admin_client.get(reverse("scoring:runs")).content.decode()
+    assert '<option value="batch">Batch API (half price, within 24 h)</option>' in page
+    response = admin_client.post(
+        reverse("scoring:run-create"),
+        {"edition": data.original.pk, "kind": "grade", "mode": "batch"},
+    )
+    run = ScoringRun.objects.get()
+    assert response.status_code == 302 and run.mode == "batch"
+    batch = JudgeBatch.objects.get(run=run)
+    detail = admin_client.get(reverse("scoring:run-detail", kwargs={"pk": run.pk})).content
+    detail = detail.decode()
+    assert "sent through the vendors' batch APIs" in detail
+    assert "Vendor batches" in detail and batch.vendor_batch_id in detail
+    assert f"{PAIRS} pairs are waiting in a vendor batch." in detail
+    poll_batches.delay()
+    detail = admin_client.get(reverse("scoring:run-detail", kwargs={"pk": run.pk})).content
+    assert f"succeeded {PAIRS}" in detail.decode()
+    refused = admin_client.post(
+        reverse("scoring:run-create"),
+        {"edition": data.original.pk, "kind": "grade", "mode": "cheap"},
+        follow=True,
+    )
+    assert "unknown run mode &#x27;cheap&#x27;" in refused.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_api_starts_a_batch_run_and_lists_its_batches(admin_client, data, judge_server):
+    _point_at(data.judges[0], judge_server, "openai")
+    created = admin_client.post(
+        "/api/scoring/runs/",
+        {"benchmark": "batch", "judges": ["j1"], "mode": "batch"},
+        content_type="application/json",
+    )
+    assert created.status_code == 201, created.content
+    assert created.json()["mode"] == "batch"
+    detail = admin_client.get(f"/api/scoring/runs/{created.json()['id']}/").json()
+    (batch,) = detail["batches"]
+    assert (batch["judge"], batch["vendor"], batch["status"], batch["requests"]) == (
+        "j1",
+        "openai",
+        "submitted",
+        PAIRS,
+    )
+    assert batch["vendor_batch_id"] in judge_server.batch_api.batches
+    bad = admin_client.post(
+        "/api/scoring/runs/", {"mode": "cheap"}, content_type="application/json"
+    )
+    assert bad.status_code == 400 and "mode" in bad.json()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rescore_batch_makes_a_batch_run(data, judge_server):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    _point_at(data.judges[0], judge_server, "openai")
+    out = StringIO()
+    call_command("rescore", "--judges", "j1", "--batch", "--format", "json", stdout=out)
+    document = json.loads(out.getvalue())
+    assert (document["mode"], document["status"], document["needed"]) == ("batch", "running", 6)
+    assert JudgeBatch.objects.get().requests == PAIRS
+    with pytest.raises(CommandError, match="--batch is for a new run"):
+        call_command("rescore", "--resume", "--batch", stdout=StringIO(), stderr=StringIO())

@@ -1,12 +1,14 @@
 """Grade what lacks a grade against an edition's key entries (cli.md `rescore`, rule 8).
 
-    rescore [--edition NAME] [--judges ID,ID] [--wait] [--resume [--run ID]] [--format json]
-            [--benchmark NAME]
+    rescore [--edition NAME] [--judges ID,ID] [--batch] [--wait] [--resume [--run ID]]
+            [--format json] [--benchmark NAME]
 
 Creates a re-scoring run for the pairs (response, judge) lacking a grade against the
 edition's current key entry and the judge's current prompt version, and enqueues it.
 --wait polls the database until the run finishes (with eager tasks it already has).
 --resume sends an unfinished run's pending pairs again instead of creating a run.
+--batch sends the model judges' calls through the vendors' batch APIs (the run's mode
+"batch"; scoring.services.batch_mode); the run finishes once the poller has settled them.
 Exit 0 on success, 1 on bad input or a run that finished failed, 2 on wrong usage.
 """
 
@@ -68,6 +70,13 @@ class RunCommand(JsonCommand):
         parser.add_argument(
             "--resume", action="store_true", help="send an unfinished run's remaining pairs again"
         )
+        if self.kind == ScoringRun.Kind.GRADE:
+            parser.add_argument(
+                "--batch",
+                action="store_true",
+                help="send the model judges' calls through their vendors' batch APIs (half "
+                "price, results within 24 h; polled by the scoring.poll_batches beat task)",
+            )
         parser.add_argument(
             "--run",
             type=int,
@@ -83,6 +92,9 @@ class RunCommand(JsonCommand):
 
         if options["run"] is not None and not options["resume"]:
             raise usage_error("--run is only used with --resume")
+        batch = options.get("batch", False)
+        if batch and options["resume"]:
+            raise usage_error("--batch is for a new run; --resume keeps the run's own mode")
         benchmark = resolve_benchmark(options["benchmark"])
         try:
             edition = get_edition(benchmark, options["edition"])
@@ -93,7 +105,12 @@ class RunCommand(JsonCommand):
         else:
             judges = self._judges(benchmark, edition, options[self.judges_option])
             try:
-                run = services.scoring_run_create(edition=edition, judges=judges, kind=self.kind)
+                run = services.scoring_run_create(
+                    edition=edition,
+                    judges=judges,
+                    kind=self.kind,
+                    mode=ScoringRun.Mode.BATCH if batch else ScoringRun.Mode.LIVE,
+                )
             except DomainError as exc:
                 raise domain_error(exc) from exc
             for note in filter(None, run.error.splitlines()):
