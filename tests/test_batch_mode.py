@@ -25,7 +25,7 @@ from scoring.services import batch_mode
 from scoring.services.backends import citation_text, judge_backend
 from scoring.tasks import poll_batches, run_start
 from tests.judge_batches import BatchPlan
-from tests.judge_server import GOOD_GRADE, JudgeServer, count_tokens, malformed, status
+from tests.judge_server import JudgeServer, count_tokens, malformed, status
 from tests.test_judge_server import KEY_ENV, SDKS
 from tests.worker_fixtures import build_benchmark
 
