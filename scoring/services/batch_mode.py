@@ -295,7 +295,7 @@ def poll_batch(pk: int, report: PollReport) -> None:
             )
             return
         if not locked.vendor_batch_id:
-            _recover(locked, batch, api)
+            _recover(locked, batch, api, report)
             return
         state = api.retrieve(locked.vendor_batch_id)
         JudgeBatch.objects.filter(pk=pk).update(
@@ -305,7 +305,7 @@ def poll_batch(pk: int, report: PollReport) -> None:
             _settle(locked, batch, api, state, report)
 
 
-def _recover(locked: JudgeBatch, batch: JudgeBatch, api: Any) -> None:
+def _recover(locked: JudgeBatch, batch: JudgeBatch, api: Any, report: PollReport) -> None:
     """A batch recorded but never confirmed sent (step 3 missing): adopt the vendor's batch
     with its tag, wait while the vendor cannot tell, or send it again (its pairs still held)."""
     known = set(
@@ -321,10 +321,12 @@ def _recover(locked: JudgeBatch, batch: JudgeBatch, api: Any) -> None:
         record_submitted(locked.pk, api.retrieve(found))
         return
     work = _held_work(locked, batch.judge)
-    if work:
-        scale = list(batch.run.benchmark.grade_scale or [0, 1, 2])
-        locked.run = batch.run
-        _submit(locked, api, work, scale)
+    if not work:  # every pair was settled elsewhere meanwhile: nothing to send
+        _give_back(locked, batch, {}, "not sent: its pairs were settled elsewhere", report)
+        return
+    scale = list(batch.run.benchmark.grade_scale or [0, 1, 2])
+    locked.run = batch.run
+    _submit(locked, api, work, scale)
 
 
 def _held_work(batch: JudgeBatch, judge: Judge) -> list[WorkItem]:
