@@ -9,6 +9,8 @@ Exactly once, step by step:
    "batch:<pk>", batch_lease_seconds). A crash before the commit leaves nothing behind.
 2. Submit. The request lines (built by the live backend's own builder) go to the vendor,
    tagged with the batch's tag: OpenAI batch metadata, and the prefix of every custom_id.
+   The sender holds the batch's row lock meanwhile and the poller skips locked batches, so
+   a batch being sent is never taken for one lost in a crash.
 3. Record. The vendor's batch id is stored, status "submitted".
    A crash between 2 and 3 leaves a "preparing" batch without id. The poller first looks
    for it at the vendor by its tag (BatchAPI.find) and adopts what it finds; it sends the
@@ -170,22 +172,30 @@ def _hold(batch_pk: int, item_ids: list[int]) -> None:
 
 
 def _submit(batch: JudgeBatch, api: Any, work: Sequence[WorkItem], scale: list) -> None:
-    """Send the batch's requests to the vendor and record its id (steps 2 and 3). A vendor
+    """Send the batch's requests to the vendor and record its id (steps 2 and 3), under the
+    batch's row lock, unless it has been sent meanwhile. A vendor
     unreachable leaves the batch "preparing" with a note (the poller sends it); a refusal
     fails its pairs (_refused)."""
     from scoring.judges import JudgeConfigError, JudgeUnavailable
 
     ids = {item: cid for cid, (item, _call) in batch.pairs.items()}
     requests = [api.request(ids[w.item.pk], grading_input(w, scale)) for w in work]
-    try:
-        state = api.submit(requests, batch.tag)
-    except JudgeUnavailable as exc:
-        _note(batch.pk, f"not sent yet: {exc}")
-        return
-    except JudgeConfigError as exc:
-        _refused(batch, str(exc))
-        return
-    record_submitted(batch.pk, state)
+    # The batch's row lock is held while the vendor is asked, so the poller (which skips
+    # locked batches) cannot take a batch being sent for one lost in a crash and send it
+    # again; a crash ends the transaction and frees the row for the poller's look-up.
+    with transaction.atomic():
+        unsent = JudgeBatch.objects.select_for_update().filter(pk=batch.pk, vendor_batch_id="")
+        if not unsent.exists():
+            return  # sent meanwhile (by the poller)
+        try:
+            state = api.submit(requests, batch.tag)
+        except JudgeUnavailable as exc:
+            _note(batch.pk, f"not sent yet: {exc}")
+            return
+        except JudgeConfigError as exc:
+            _refused(batch, str(exc))
+            return
+        record_submitted(batch.pk, state)
 
 
 def record_submitted(batch_pk: int, state: Any) -> None:
