@@ -129,6 +129,19 @@ def test_a_batch_round_trip_through_the_sdk_grades_each_pair_once(sdk, data, jud
     assert batch.status == "settled" and batch.counts == {"succeeded": PAIRS}
 
 
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_a_batch_run_settles_on_sqlite_too(data, judge_server):
+    """The same path on SQLite (no row locks there; one writer at a time)."""
+    run = _batch_run(data, judge_server, "anthropic")
+    assert JudgeBatch.objects.get(run=run).status == "submitted"
+    poll_batches.delay()
+    poll_batches.delay()
+    run.refresh_from_db()
+    assert (run.status, run.graded) == ("complete", PAIRS)
+    assert _ledger(run) == {"ok": PAIRS, "batch_ok": PAIRS, "live_ok": 0, "retry": 0, "started": 0}
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("sdk", SDKS)
 def test_a_batch_polled_twice_and_settled_twice_stores_and_pays_once(sdk, data, judge_server):
