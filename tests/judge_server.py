@@ -285,7 +285,7 @@ class JudgeServer:
         "replied" (time.monotonic()) once the reply is written."""
         path = target.split("?", 1)[0]
         if BatchEndpoints.handles(path):
-            record = {"path": path, "method": method, "json": None, "t": time.monotonic()}
+            record = {"path": path, "method": method, "json": {}, "t": time.monotonic()}
             with self._lock:
                 self.requests.append(record)
             return self.latency, lambda: self.batch_api.respond(method, path, headers, raw), record
