@@ -202,6 +202,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "scoring.heal_runs",
         "schedule": number("SNAGLIST_HEAL_SECONDS", float, 30.0, above=0),
     },
+    # Batch mode (issue 20): look at the vendor batches still out, settle the ended ones.
+    "poll-batches": {
+        "task": "scoring.poll_batches",
+        "schedule": number("SNAGLIST_BATCH_POLL_SECONDS", float, 60.0, above=0),
+    },
 }
 
 if REDIS_URL:
@@ -317,6 +322,15 @@ SNAGLIST_RESCORE_MAX_RETRIES = number("SNAGLIST_RESCORE_MAX_RETRIES", int, 8, mi
 # again by later re-scoring runs, one ask per run (0: never; issue 17). Past it, triage
 # files the question as evidence `unparsed_replies`.
 SNAGLIST_UNPARSED_RETRIES = number("SNAGLIST_UNPARSED_RETRIES", int, 2, minimum=0)
+# Batch mode (issue 20; scoring.services.batch_mode): seconds between polls of the vendor
+# batches still out (the `scoring.poll_batches` beat entry). Vendors finish a batch within
+# 24 h, often within minutes; a poll is one GET per open batch.
+SNAGLIST_BATCH_POLL_SECONDS = CELERY_BEAT_SCHEDULE["poll-batches"]["schedule"]
+# What becomes of a batch request that brought no reply (errored, expired, cancelled):
+# "live" asks it again at once through the live API (full price), "batch" puts it in the
+# next batch (half price, another turnaround). Either way a pair is given up (failed) after
+# 3 batch attempts.
+SNAGLIST_BATCH_FAILED_RETRY = choice("SNAGLIST_BATCH_FAILED_RETRY", "live", {"live", "batch"})
 # First backoff in seconds for an unavailable judge (doubles per retry, capped at 600).
 SNAGLIST_RESCORE_RETRY_BASE_SECONDS = number(
     "SNAGLIST_RESCORE_RETRY_BASE_SECONDS", float, 30.0, above=0

@@ -77,16 +77,17 @@ def tokens_cost(
     return total
 
 
-def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, int]]:
-    """Return {judge pk: {"calls", "known", "input", "cached", "output"}} over the billed
-    calls among `calls` (one query). known: calls with input and output tokens reported; a
-    known call with no cached count (an OpenAI-compatible server without
-    prompt_tokens_details) adds 0 cached, pricing all its input as uncached (the higher
-    price: never an under-statement)."""
+def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, Any]]:
+    """Return {judge pk: {"calls", "known", "input", "cached", "output", "modes"}} over the
+    billed calls among `calls` (one query); "modes" splits the tokens by how the calls were
+    sent ({"live"|"batch": {"input", "cached", "output"}}) for pricing. known: calls with
+    input and output tokens reported; a known call with no cached count (an
+    OpenAI-compatible server without prompt_tokens_details) adds 0 cached, pricing all its
+    input as uncached (the higher price: never an under-statement)."""
     known = Q(input_tokens__isnull=False, output_tokens__isnull=False)
     rows = (
         calls.filter(outcome__in=BILLED_OUTCOMES)
-        .values("judge_id")
+        .values("judge_id", "mode")
         .annotate(
             n=Count("id"),
             known=Count("id", filter=known),
@@ -94,17 +95,40 @@ def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, int]]:
             c=Sum("cached_tokens", filter=known),
             o=Sum("output_tokens", filter=known),
         )
+        .order_by()
     )
-    return {
-        r["judge_id"]: {
-            "calls": r["n"],
-            "known": r["known"],
-            "input": r["i"] or 0,
-            "cached": r["c"] or 0,
-            "output": r["o"] or 0,
-        }
-        for r in rows
-    }
+    out: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        u = out.setdefault(
+            r["judge_id"],
+            {"calls": 0, "known": 0, "input": 0, "cached": 0, "output": 0, "modes": {}},
+        )
+        tokens = {"input": r["i"] or 0, "cached": r["c"] or 0, "output": r["o"] or 0}
+        u["calls"] += r["n"]
+        u["known"] += r["known"]
+        for k, v in tokens.items():
+            u[k] += v
+        u["modes"][r["mode"]] = tokens
+    return out
+
+
+def _priced(judge: Judge, modes: dict[str, dict[str, int]], mode: str | None) -> Decimal | None:
+    """Return the cost of a judge's tokens split by send mode ({"live"|"batch": {"input",
+    "cached", "output"}}): each mode's tokens at that mode's prices (a batch call at the
+    judge's batch prices), or all at `mode`'s prices when it is given; None when a price
+    needed is empty. The one caller of tokens_cost for ledger rows."""
+    total = Decimal(0)
+    for sent, u in modes.items():
+        cost = tokens_cost(
+            Prices.of(judge, mode or sent),
+            input_tokens=u["input"],
+            cached_tokens=u["cached"],
+            output_tokens=u["output"],
+        )
+        if cost is None:
+            return None
+        total += cost
+    return total
 
 
 def money(value: Decimal | None) -> str | None:
@@ -113,9 +137,11 @@ def money(value: Decimal | None) -> str | None:
     return None if value is None else f"{value.quantize(Decimal('0.000001'))}"
 
 
-def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
+def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
     """Return the tokens and cost of the billed calls among `calls` (a JudgeCall queryset),
-    per judge and in total, at each judge's `mode` prices.
+    per judge and in total: each call at its judge's prices for the way it was sent
+    (JudgeCall.mode: live, or batch at the batch prices), or every call at the `mode`
+    ("live" | "batch") prices when `mode` is given (what the same calls would cost so).
 
     Shape: {"judges": [{"judge", "currency", "calls", "unknown_usage", "input_tokens",
     "cached_tokens", "output_tokens", "cost"}], "calls", "unknown_usage", "input_tokens",
@@ -131,16 +157,12 @@ def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
     rows, notes, costs = [], [], []
     for pk in sorted(usage, key=lambda pk: judges[pk].judge_id):
         judge, u = judges[pk], usage[pk]
-        cost = tokens_cost(
-            Prices.of(judge, mode),
-            input_tokens=u["input"],
-            cached_tokens=u["cached"],
-            output_tokens=u["output"],
-        )
+        cost = _priced(judge, u["modes"], mode)
         if not u["known"]:
             cost = None  # no call reported usage: the tokens, and so the cost, are unknown
         elif cost is None:
-            notes.append(f"{judge.judge_id} has no {mode} price for tokens it used")
+            wanted = mode or " or ".join(sorted(u["modes"]))
+            notes.append(f"{judge.judge_id} has no {wanted} price for tokens it used")
         costs.append(cost)
         rows.append(
             {
@@ -183,15 +205,16 @@ def _tokens(input_tokens: int, cached: int, output: int, *, known: int) -> dict[
     return {"input_tokens": input_tokens, "cached_tokens": cached, "output_tokens": output}
 
 
-def costs_of_runs(run_ids: list[int], *, mode: str = "live") -> dict[int, dict[str, Any]]:
+def costs_of_runs(run_ids: list[int], *, mode: str | None = None) -> dict[int, dict[str, Any]]:
     """Return {run id: {"calls", "cost", "currency"}} for the runs' billed calls, by the
-    same rule as calls_cost (cost None when usage or a needed price is unknown, or the
-    run's judges are priced in different currencies). Runs with no billed call are left
-    out. Two queries whatever the number of runs (the runs list shows a column of it)."""
+    same rule as calls_cost (each call at its send mode's prices unless `mode` is given;
+    cost None when usage or a needed price is unknown, or the run's judges are priced in
+    different currencies). Runs with no billed call are left out. Two queries whatever the
+    number of runs (the runs list shows a column of it)."""
     known = Q(input_tokens__isnull=False, output_tokens__isnull=False)
     rows = list(
         JudgeCall.objects.filter(run_id__in=run_ids, outcome__in=BILLED_OUTCOMES)
-        .values("run_id", "judge_id")
+        .values("run_id", "judge_id", "mode")
         .annotate(
             n=Count("id"),
             known=Count("id", filter=known),
@@ -199,26 +222,27 @@ def costs_of_runs(run_ids: list[int], *, mode: str = "live") -> dict[int, dict[s
             c=Sum("cached_tokens", filter=known),
             o=Sum("output_tokens", filter=known),
         )
+        .order_by()
     )
     judges = Judge.objects.in_bulk({r["judge_id"] for r in rows})
+    per: dict[tuple[int, int], dict[str, Any]] = {}
+    for r in rows:
+        u = per.setdefault((r["run_id"], r["judge_id"]), {"n": 0, "known": 0, "modes": {}})
+        u["n"] += r["n"]
+        u["known"] += r["known"]
+        u["modes"][r["mode"]] = {"input": r["i"] or 0, "cached": r["c"] or 0, "output": r["o"] or 0}
     out: dict[int, dict[str, Any]] = {}
     totals: dict[int, list[Decimal | None]] = {}
     currencies: dict[int, set[str]] = {}
-    for r in rows:
-        judge = judges[r["judge_id"]]
-        cost = tokens_cost(
-            Prices.of(judge, mode),
-            input_tokens=r["i"] or 0,
-            cached_tokens=r["c"] or 0,
-            output_tokens=r["o"] or 0,
-        )
-        cost = cost if r["known"] else None
-        totals.setdefault(r["run_id"], []).append(cost)
-        currencies.setdefault(r["run_id"], set())
+    for (run_id, judge_id), u in per.items():
+        judge = judges[judge_id]
+        cost = _priced(judge, u["modes"], mode) if u["known"] else None
+        totals.setdefault(run_id, []).append(cost)
+        currencies.setdefault(run_id, set())
         if cost is not None:  # as in calls_cost: only priced judges name the currency
-            currencies[r["run_id"]].add(judge.price_currency)
-        entry = out.setdefault(r["run_id"], {"calls": 0})
-        entry["calls"] += r["n"]
+            currencies[run_id].add(judge.price_currency)
+        entry = out.setdefault(run_id, {"calls": 0})
+        entry["calls"] += u["n"]
     for run_id, costs in totals.items():
         same = len(currencies[run_id]) <= 1
         total = sum(costs, Decimal(0)) if None not in costs and same else None
@@ -252,7 +276,8 @@ def costs_markdown(costs: dict[str, Any]) -> list[str]:
     md += [
         "",
         f"Total: {figure(spent['cost'], spent['currency'])} for {spent['calls']} paid calls, "
-        f"at the live prices set on each judge. Paid twice: "
+        f"at the prices set on each judge (batch prices for calls sent in a vendor batch). "
+        f"Paid twice: "
         + (
             f"{twice['calls']} calls, {figure(twice['cost'], twice['currency'])}."
             if twice["calls"]

@@ -146,6 +146,10 @@ class ScoringRun(models.Model):
         CANCELLED = "cancelled", "Cancelled"
         STOPPED = "stopped", "Stopped at budget"
 
+    class Mode(models.TextChoices):
+        LIVE = "live", "Live"
+        BATCH = "batch", "Batch API"
+
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="runs")
     edition = models.ForeignKey(KeyEdition, on_delete=models.PROTECT, related_name="runs")
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.GRADE)
@@ -157,6 +161,14 @@ class ScoringRun(models.Model):
     reused = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     unparsed = models.PositiveIntegerField(default=0)
+    mode = models.CharField(
+        max_length=10,
+        choices=Mode.choices,
+        default=Mode.LIVE,
+        db_default=Mode.LIVE,
+        help_text="live: each call through the vendor's API at once; batch: a model judge's "
+        "calls go through its vendor's batch API (half price, results within 24 h).",
+    )
     error = models.TextField(blank=True)
     on_complete = models.CharField(
         max_length=200,
@@ -363,6 +375,14 @@ class JudgeCall(models.Model):
     prompt_version = models.CharField(max_length=50)
     outcome = models.CharField(max_length=20, choices=Outcome.choices, default=Outcome.STARTED)
     detail = models.TextField(blank=True)
+    mode = models.CharField(
+        max_length=10,
+        choices=ScoringRun.Mode.choices,
+        default=ScoringRun.Mode.LIVE,
+        db_default=ScoringRun.Mode.LIVE,
+        help_text="How the call was sent: live, or in a vendor batch (priced at the judge's "
+        "batch prices).",
+    )
     # Usage as the vendor reported it (scoring.judges.types.Usage); NULL = unknown (the
     # backend reports none, or the call never answered), never 0.
     input_tokens = models.PositiveIntegerField(
@@ -496,3 +516,54 @@ class PairLease(models.Model):
 
     def __str__(self) -> str:
         return f"pair lease of run {self.run_id} item {self.item_id} until {self.lease_until}"
+
+
+class JudgeBatch(models.Model):
+    """One judge's calls sent through its vendor's batch API (issue 20, batch mode).
+
+    Written (status "preparing", with its pairs and their "started" ledger rows) in the
+    transaction that claims the pairs, BEFORE the vendor is asked; `vendor_batch_id` is
+    recorded once the vendor has accepted it. A "preparing" row whose id is missing after a
+    crash is found at the vendor by its tag (scoring.services.batch_mode) before it would be
+    sent again. `pairs` maps each request's custom_id to [run item id, ledger row id].
+    """
+
+    class Status(models.TextChoices):
+        PREPARING = "preparing", "Being submitted"
+        SUBMITTED = "submitted", "At the vendor"
+        SETTLED = "settled", "Results settled"
+        FAILED = "failed", "Refused by the vendor"
+
+    run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="batches")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="batches")
+    prompt_version = models.CharField(max_length=50)
+    vendor = models.CharField(max_length=20, help_text="openai or anthropic.")
+    vendor_batch_id = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PREPARING)
+    vendor_status = models.CharField(
+        max_length=50, blank=True, help_text="The vendor's own word for the batch's state."
+    )
+    requests = models.PositiveIntegerField(default=0)
+    counts = models.JSONField(
+        default=dict, blank=True, help_text="Results by kind: succeeded, errored, expired, ..."
+    )
+    pairs = models.JSONField(default=dict, help_text="{custom_id: [run item id, call id]}.")
+    polls = models.PositiveIntegerField(default=0)
+    detail = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        indexes = [models.Index(fields=["status"], name="judgebatch_status_idx")]
+
+    def __str__(self) -> str:
+        return f"batch {self.pk} of run {self.run_id} ({self.judge_id}, {self.status})"
+
+    @property
+    def tag(self) -> str:
+        """The batch's idempotency tag, sent to the vendor (OpenAI metadata, every custom_id's
+        prefix): "snaglist-b<pk>"."""
+        return f"snaglist-b{self.pk}"

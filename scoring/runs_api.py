@@ -77,6 +77,7 @@ class RunSerializer(serializers.ModelSerializer):
             "benchmark",
             "edition",
             "kind",
+            "mode",
             "status",
             "judges",
             "needed",
@@ -98,13 +99,34 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class JudgeBatchSerializer(serializers.Serializer):
+    """One vendor batch of a batch-mode run (scoring.models.JudgeBatch)."""
+
+    id = serializers.IntegerField()
+    judge = serializers.CharField(source="judge.judge_id")
+    vendor = serializers.CharField()
+    vendor_batch_id = serializers.CharField()
+    status = serializers.CharField()
+    vendor_status = serializers.CharField()
+    requests = serializers.IntegerField()
+    counts = serializers.DictField(child=serializers.IntegerField())
+    submitted_at = serializers.DateTimeField(allow_null=True)
+    ended_at = serializers.DateTimeField(allow_null=True)
+    detail = serializers.CharField()
+
+
 class RunDetailSerializer(RunSerializer):
     ledger = serializers.SerializerMethodField()
     costs = serializers.SerializerMethodField()
+    batches = serializers.SerializerMethodField()
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "ledger", "costs"]
+        fields = [*RunSerializer.Meta.fields, "ledger", "costs", "batches"]
         read_only_fields = fields
+
+    @extend_schema_field(JudgeBatchSerializer(many=True))
+    def get_batches(self, run: ScoringRun) -> list:
+        return JudgeBatchSerializer(runs_selectors.run_batches(run), many=True).data
 
     @extend_schema(responses=LedgerSerializer)
     def get_ledger(self, run: ScoringRun) -> dict:
@@ -116,11 +138,13 @@ class RunDetailSerializer(RunSerializer):
 
 
 class RunCreateSerializer(serializers.Serializer):
-    """Input of a new run: benchmark and edition names, kind, optional judge ids."""
+    """Input of a new run: benchmark and edition names, kind, mode (live | batch: through
+    the vendors' batch APIs), optional judge ids."""
 
     benchmark = serializers.CharField(required=False, allow_blank=True)
     edition = serializers.CharField(required=False, allow_blank=True)
     kind = serializers.ChoiceField(choices=ScoringRun.Kind.choices, default=ScoringRun.Kind.GRADE)
+    mode = serializers.ChoiceField(choices=ScoringRun.Mode.choices, default=ScoringRun.Mode.LIVE)
     judges = serializers.ListField(child=serializers.CharField(), required=False)
     budget_cost = serializers.CharField(
         required=False,
@@ -177,6 +201,7 @@ class RunListCreate(generics.ListAPIView):
                 edition=data.validated_data["edition_obj"],
                 judges=data.validated_data["judge_objs"],
                 kind=data.validated_data["kind"],
+                mode=data.validated_data["mode"],
                 user=request.user,
                 budget_cost=data.validated_data.get("budget_cost"),
                 budget_tokens=data.validated_data.get("budget_tokens"),

@@ -101,8 +101,8 @@ def run_costs(run: ScoringRun) -> dict[str, Any]:
     """Return what the run's judge calls cost, and its edition's, per judge (issue 20).
 
     Shape: {"run", "edition", "paid_twice", "edition_paid_twice"}, each a
-    scoring.costs.calls_cost summary at the judges' live prices (every call so far goes
-    through the live APIs): this run's billed calls, every run of its edition, and the
+    scoring.costs.calls_cost summary (each call at its judge's prices for the way it was
+    sent: live, or batch prices for calls sent in a vendor batch): this run's billed calls, every run of its edition, and the
     answered calls that bought a pair already answered (ledger_summary's paid_twice and
     edition_paid_twice) in tokens and money.
     """
@@ -119,8 +119,8 @@ def run_costs(run: ScoringRun) -> dict[str, Any]:
 def edition_costs(edition: KeyEdition) -> dict[str, Any]:
     """Return what the judge calls of every run of `edition` cost, per judge:
     {"spent": calls_cost of the edition's billed calls, "paid_twice": calls_cost of its
-    answered calls that bought a pair already answered} (scoring.costs.calls_cost shapes,
-    live prices)."""
+    answered calls that bought a pair already answered} (scoring.costs.calls_cost shapes:
+    each call at its send mode's prices)."""
     calls = JudgeCall.objects.filter(run__edition=edition)
     return {"spent": calls_cost(calls), "paid_twice": calls_cost(_ids_of(paid_again_calls(calls)))}
 
@@ -137,7 +137,8 @@ def run_stall(run: ScoringRun, *, now: datetime | None = None) -> dict[str, Any]
 
     A worker reports on a run when a task of it begins and every
     SNAGLIST_WORKER_HEARTBEAT_SECONDS while one runs (scoring.services.heartbeat). With no
-    report for tunables.stall_seconds() (3 heartbeats) the run is stalled: returns
+    report for tunables.stall_seconds(run.mode) (3 heartbeats; for a batch-mode run, whose
+    batch poller reports at each poll, 2 polls and a heartbeat) the run is stalled: returns
     {"since": the last report (or the run's creation when none came), "elsewhere": True
     when a worker reported on another active run within that time (the workers are alive
     but busy elsewhere, or this run's tasks were lost)}. Finished runs: None.
@@ -145,7 +146,7 @@ def run_stall(run: ScoringRun, *, now: datetime | None = None) -> dict[str, Any]
     if run.status not in (ScoringRun.Status.PENDING, ScoringRun.Status.RUNNING):
         return None
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=stall_seconds())
+    cutoff = now - timedelta(seconds=stall_seconds(run.mode))
     since = run.reported_at or run.created_at
     if since >= cutoff:
         return None
@@ -168,11 +169,12 @@ def edition_paid_twice(edition: KeyEdition) -> int:
 
 
 def run_summary(run: ScoringRun) -> dict[str, Any]:
-    """Return the cli.md JSON shape of a run (plus kind, done and notes)."""
+    """Return the cli.md JSON shape of a run (plus kind, mode, done and notes)."""
     return {
         "run": run.pk,
         "edition": run.edition.name,
         "kind": run.kind,
+        "mode": run.mode,
         "status": run.status,
         "needed": run.needed,
         "done": run.done,
@@ -187,3 +189,11 @@ def run_summary(run: ScoringRun) -> dict[str, Any]:
         "budget_tokens": run.budget_tokens,
         "notes": [line for line in run.error.splitlines() if line],
     }
+
+
+def run_batches(run: ScoringRun) -> list[Any]:
+    """Return the run's vendor batches (scoring.models.JudgeBatch, batch mode), oldest first,
+    with their judges: one query."""
+    from scoring.models import JudgeBatch
+
+    return list(JudgeBatch.objects.filter(run=run).select_related("judge").order_by("pk"))

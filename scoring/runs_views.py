@@ -7,6 +7,7 @@ once it has finished has none, so the polling stops by itself.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
@@ -82,7 +83,8 @@ def runs(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def run_create(request: HttpRequest) -> HttpResponse:
-    """Start a re-scoring (kind=grade) or key-audit (kind=audit) run of one edition.
+    """Start a re-scoring (kind=grade) or key-audit (kind=audit) run of one edition, live
+    or (mode=batch, re-scoring only) through the vendors' batch APIs.
 
     The run is enqueued after commit; the admin lands on its page.
     """
@@ -94,6 +96,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
     if kind not in ScoringRun.Kind.values:
         messages.error(request, f"Unknown run kind {kind!r}.")
         return redirect("scoring:runs")
+    mode = request.POST.get("mode") or ScoringRun.Mode.LIVE
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
     judges, _ = services.active_graders(edition, role=role)
     try:
@@ -104,6 +107,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
             user=request.user,
             budget_cost=request.POST.get("budget_cost", "").strip() or None,
             budget_tokens=request.POST.get("budget_tokens", "").strip() or None,
+            mode=mode,
         )
     except DomainError as exc:
         messages.error(request, str(exc))
@@ -161,15 +165,20 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .select_related("judge", "response__model", "response__question", "key_entry__question")
         .order_by("id")[:FAILED_SHOWN]
     )
-    pending_held = RunItem.objects.filter(
+    held = RunItem.objects.filter(
         run=run, state=RunItem.State.PENDING, lease_until__gt=timezone.now()
-    ).count()
+    )
+    in_batches = held.filter(holder__startswith="batch:").count()
+    pending_held = held.count() - in_batches
     context = {
         "run": run,
         "ledger": runs_selectors.ledger_summary(run),
         "costs": runs_selectors.run_costs(run),
         "failed_items": failed,
         "pending_held": pending_held,
+        "pending_in_batches": in_batches,
+        "batches": runs_selectors.run_batches(run),
+        "batch_retry": settings.SNAGLIST_BATCH_FAILED_RETRY,
         "notes": [line for line in run.error.splitlines() if line],
     }
     return render(request, "scoring/runs_detail.html", context)

@@ -114,7 +114,11 @@ def chunk_bounds(n: int, size: int) -> list[tuple[int, int]]:
     time_limit=CHUNK_HARD_LIMIT,
 )
 def grade_chunk(
-    self, run_id: int, pairs: list[list[int | None]], judge_retries: int | None = None
+    self,
+    run_id: int,
+    pairs: list[list[int | None]],
+    judge_retries: int | None = None,
+    live: bool = False,
 ) -> dict[str, int]:
     """Settle a chunk of a run's pairs; return {state: count} for this delivery.
 
@@ -122,6 +126,8 @@ def grade_chunk(
     (None: the delivery's retry count, as sent by run_start). Pairs leased elsewhere (a
     duplicate delivery, another run with the pair in flight) are sent again until their
     holder settles or its lease runs out, without counting towards the judge's retry cap.
+    live: grade through the live APIs even in a batch-mode run (pairs a vendor batch brought
+    no reply for, sent again live by `poll_batches`).
     """
     run = ScoringRun.objects.select_related("benchmark", "edition").filter(pk=run_id).first()
     if run is None:
@@ -131,12 +137,12 @@ def grade_chunk(
         return {}
     retries = (self.request.retries or 0) if judge_retries is None else judge_retries
     if self.request.is_eager:
-        return _settle_eagerly(run, pairs, retries)
+        return _settle_eagerly(run, pairs, retries, live)
     final = retries >= max_chunk_retries()
     try:
         with services.RunHeartbeat(run_id):
             outcome = services.settle_chunk(
-                run=run, pairs=pairs, final_attempt=final, budget=RunBudget(run)
+                run=run, pairs=pairs, final_attempt=final, budget=RunBudget(run), live=live
             )
     except SoftTimeLimitExceeded:
         # Settled pairs are skipped next time; the one interrupted keeps its lease and its
@@ -154,7 +160,9 @@ def grade_chunk(
     return outcome.settled
 
 
-def _settle_eagerly(run: ScoringRun, pairs: list, retries: int) -> dict[str, int]:
+def _settle_eagerly(
+    run: ScoringRun, pairs: list, retries: int, live: bool = False
+) -> dict[str, int]:
     """Eager mode (no broker, the zero set-up default): retry unavailable pairs in a loop.
 
     Celery's eager retry raises instead of re-sending, and there is no countdown, so the
@@ -173,7 +181,7 @@ def _settle_eagerly(run: ScoringRun, pairs: list, retries: int) -> dict[str, int
         final = retries >= max_chunk_retries()
         with services.RunHeartbeat(run.pk, threaded=threaded):
             outcome = services.settle_chunk(
-                run=run, pairs=again, final_attempt=final, budget=RunBudget(run)
+                run=run, pairs=again, final_attempt=final, budget=RunBudget(run), live=live
             )
         for state, n in outcome.settled.items():
             settled[state] = settled.get(state, 0) + n
@@ -303,3 +311,25 @@ def heal_runs() -> dict:
     """Free dead pair leases and send stalled runs to the workers again
     (services.heal_runs). Run by Celery beat every SNAGLIST_HEAL_SECONDS (30 s)."""
     return services.heal_runs()
+
+
+@shared_task(name="scoring.poll_batches", acks_late=True, soft_time_limit=540, time_limit=600)
+def poll_batches() -> dict:
+    """Poll the vendor batches still out and settle the ended ones
+    (scoring.services.batch_mode.poll_batches); send again the pairs they brought no reply
+    for (live, or in a new batch: SNAGLIST_BATCH_FAILED_RETRY) and close the runs they
+    finished. Run by Celery beat every SNAGLIST_BATCH_POLL_SECONDS (60 s). Returns
+    {"polled", "settled": [batch ids], "again": {"live"|"batch": {run id: pairs}}, "notes"}.
+    """
+    report = services.poll_batches()
+    for where, runs in report.again.items():
+        for run_id, pairs in runs.items():
+            grade_chunk.delay(run_id, pairs, live=where == "live")
+    for run in ScoringRun.objects.filter(pk__in=report.runs):
+        services.scoring_run_finish(run=run)
+    return {
+        "polled": report.polled,
+        "settled": report.settled,
+        "again": {w: {str(r): p for r, p in runs.items()} for w, runs in report.again.items()},
+        "notes": report.notes,
+    }

@@ -15,6 +15,9 @@ completion_tokens, prompt_tokens_details.cached_tokens; Anthropic: input_tokens,
 output_tokens, cache_read_input_tokens, cache_creation_input_tokens), counted by
 `count_tokens` over the request's message texts and the reply's text; nothing is cached yet
 (cached tokens 0).
+The batch endpoints of both vendors (files, batches; message batches) are in
+tests.judge_batches: a batch's requests take scripted behaviours as live calls do, and
+`server.plan_batches(BatchPlan(polls=2, expire_after=3), ...)` scripts batch-level states.
 Every request is recorded in server.requests (path, json body, headers without
 authorization / x-api-key / api-key, t = time.monotonic() on arrival, replied = when
 the reply was written).
@@ -38,6 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
+from tests.judge_batches import BatchEndpoints, BatchPlan
 
 GOOD_GRADE = '{"grade": 2, "rationale": "matches the key", "flag": false, "flag_reason": ""}'
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
@@ -163,6 +168,9 @@ class JudgeServer:
         self.default = default or ok()
         self.requests: list[dict[str, Any]] = []
         self._queue: deque[Behaviour] = deque()
+        self._batch_plans: deque[BatchPlan] = deque()
+        self.batch_lines: list[dict[str, Any]] = []
+        self.batch_api = BatchEndpoints(self)
         self._lock = threading.Lock()
         # The default listen backlog resets connections under bursts of concurrent clients.
         self._sock = socket.create_server(("127.0.0.1", 0), backlog=1024)
@@ -238,10 +246,18 @@ class JudgeServer:
         with self._lock:
             self._queue.extend(behaviours)
 
+    def plan_batches(self, *plans: BatchPlan) -> None:
+        """Queue batch-level plans (tests.judge_batches.BatchPlan), one per batch submitted;
+        a batch with none left ends at its first retrieval with every request run."""
+        with self._lock:
+            self._batch_plans.extend(plans)
+
     def reset(self) -> None:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self._batch_plans.clear()
+            self.batch_lines.clear()
 
     def _next(self, record: dict[str, Any]) -> Behaviour:
         with self._lock:
@@ -267,6 +283,12 @@ class JudgeServer:
         """Record one request and return (seconds to wait before replying, a function giving
         (status, JSON payload, extra headers), the request's record); the record gets
         "replied" (time.monotonic()) once the reply is written."""
+        path = target.split("?", 1)[0]
+        if BatchEndpoints.handles(path):
+            record = {"path": path, "method": method, "json": {}, "t": time.monotonic()}
+            with self._lock:
+                self.requests.append(record)
+            return self.latency, lambda: self.batch_api.respond(method, path, headers, raw), record
         if method != "POST":
             return (
                 0.0,
@@ -367,10 +389,11 @@ class _Connection(asyncio.Protocol):
         if self.transport.is_closing():
             return
         code, payload, extra = reply()
-        data = json.dumps(payload).encode()
+        raw = isinstance(payload, bytes)  # a file's content (batch results: JSONL)
+        data = payload if raw else json.dumps(payload).encode()
         head = [
             f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}",
-            "Content-Type: application/json",
+            "Content-Type: " + ("application/octet-stream" if raw else "application/json"),
             f"Content-Length: {len(data)}",
         ]
         head += [f"{k}: {v}" for k, v in extra.items()]

@@ -206,6 +206,20 @@ def test_a_cost_cap_refuses_mixed_currencies_and_unpriced_judges():
         edition=data.original, judges=judges, budget_tokens=10**9, enqueue=False
     )
     assert (run.budget_tokens, run.budget_cost) == (10**9, None)
+    # A batch run takes no cap (its calls are billed when the vendor ends the batch), at
+    # creation or on resume; nothing is created or changed.
+    with pytest.raises(BudgetError, match="a budget cap is for live runs"):
+        services.scoring_run_create(
+            edition=data.original, judges=judges, budget_tokens=10, mode="batch", enqueue=False
+        )
+    batch = services.scoring_run_create(
+        edition=data.original, judges=judges, mode="batch", enqueue=False
+    )
+    with pytest.raises(BudgetError, match=f"run {batch.pk} is a batch run"):
+        services.scoring_run_resume(run=batch, budget_tokens=10)
+    assert ScoringRun.objects.count() == 2
+    batch.refresh_from_db()
+    assert (batch.budget_tokens, batch.budget_cost) == (None, None)
 
 
 def test_bad_budget_values_name_the_field():

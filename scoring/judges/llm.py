@@ -145,11 +145,13 @@ class ChatBackend(JudgeBackend):
 
     def grade(self, inp: GradingInput) -> GradeResult:
         """Return the model's grade; grade None with parse_error when its reply is unusable."""
-        return self._grade_result(self._complete_with_budget(render_judge_prompt(inp)), inp)
+        return self.grade_result(self._complete_with_budget(render_judge_prompt(inp)), inp.scale)
 
     @staticmethod
-    def _grade_result(reply: Completion, inp: GradingInput) -> GradeResult:
-        grade, fields, error = parse_grade(reply.text, inp.scale, stop_reason=reply.stop_reason)
+    def grade_result(reply: Completion, scale: list[int]) -> GradeResult:
+        """Return the GradeResult of one judge reply on the grade `scale` (parse_grade): the
+        one reading of a reply, live or from a vendor batch (scoring.judges.batch)."""
+        grade, fields, error = parse_grade(reply.text, scale, stop_reason=reply.stop_reason)
         return GradeResult(
             grade=grade,
             rationale=fields["rationale"],
@@ -172,7 +174,7 @@ class ChatBackend(JudgeBackend):
         state = self._async_state()
         async with state.local_slots:
             reply = await self._acomplete_with_budget(render_judge_prompt(inp), state)
-        return self._grade_result(reply, inp)
+        return self.grade_result(reply, inp.scale)
 
     def audit(self, inp: AuditInput) -> AuditResult:
         """Return the model's verdict; verdict None with parse_error when its reply is unusable."""

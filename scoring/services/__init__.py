@@ -7,8 +7,9 @@ each module imports only modules below it:
     panel           the judge panel: its one writer (judge_panel_set), audit-logged
     pairs           which judges can grade; which pairs lack a current grade or verdict
     chunks          settle_chunk: a chunk's pairs down the one path of their kind
-    aio_transport | threads
-                    grade calls on the judge event loop | on threads (and audit pairs)
+    aio_transport | threads | batch_mode
+                    grade calls on the judge event loop | on threads (and audit pairs) |
+                    through the vendors' batch APIs (batch mode: submit, poll, settle)
     batching        BatchSettler: finished grade pairs settled in one transaction a batch
     ledger          claims, the judge-call ledger ("started" before a call), lost calls
     backends        judge backends per Judge row (cached per process), their inputs
@@ -27,6 +28,7 @@ API, tasks, commands, review); import them from `scoring.services`.
 from __future__ import annotations
 
 from scoring.services.backends import citation_text, judge_backend, judge_backend_config
+from scoring.services.batch_mode import poll_batches
 from scoring.services.chunks import settle_chunk
 from scoring.services.heartbeat import RunHeartbeat
 from scoring.services.ledger import LOST_DETAIL
@@ -83,6 +85,7 @@ __all__ = [
     "leaderboard_refresh",
     "pair_lease_seconds",
     "pending_pairs",
+    "poll_batches",
     "rescore_after_publish",
     "rescore_request",
     "rescore_request_start",

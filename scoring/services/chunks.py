@@ -21,6 +21,7 @@ from scoring.models import AuditVerdict, Judge, RunItem, ScoringRun
 from scoring.services import backends as _backends
 from scoring.services.aio_transport import async_ready, grade_on_loop
 from scoring.services.backends import BrokenBackend
+from scoring.services.batch_mode import send_in_batches
 from scoring.services.batching import BatchSettler
 from scoring.services.ledger import grades_present, run_item_for
 from scoring.services.threads import audit_with_threads, grade_with_threads
@@ -36,6 +37,7 @@ def settle_chunk(
     final_attempt: bool = True,
     backends: dict[int, Any] | None = None,
     budget: Any = None,
+    live: bool = False,
 ) -> ChunkOutcome:
     """Settle each pair of a chunk (grade or audit by the run's kind); stop if the run stops.
 
@@ -48,6 +50,9 @@ def settle_chunk(
     unavailable while retries remain (`final_attempt` False), are returned in `busy` /
     `unavailable` for the task to send again later; a pair naming a missing row is logged
     and skipped. Inputs, items and existing grades are read once per chunk, not per pair.
+    A batch-mode run's grade pairs go to their judges' vendor batches
+    (batch_mode.send_in_batches) unless `live` (pairs sent again after a batch brought no
+    reply for them, SNAGLIST_BATCH_FAILED_RETRY "live").
     Raises database errors (and a task's time limit) after settling what finished.
     """
     outcome = ChunkOutcome()
@@ -88,7 +93,9 @@ def settle_chunk(
         work.append(WorkItem(key, judge, entry, response, item, key not in present))
     kwargs = {"run": run, "work": work, "judges": judges, "backends": backends}
     if run.kind == ScoringRun.Kind.GRADE:
-        return _grade_chunk(**kwargs, final_attempt=final_attempt, outcome=outcome, budget=budget)
+        return _grade_chunk(
+            **kwargs, final_attempt=final_attempt, outcome=outcome, budget=budget, live=live
+        )
     if budget is not None and not budget.admit([w for w in work if w.absent]):
         outcome.stopped = True
         return outcome
@@ -108,6 +115,7 @@ def _grade_chunk(
     final_attempt: bool,
     outcome: ChunkOutcome,
     budget: Any = None,
+    live: bool = False,
 ) -> ChunkOutcome:
     """Grade a chunk's pending pairs, at most once each, in few statements.
 
@@ -130,6 +138,10 @@ def _grade_chunk(
                 Finished(w.item.pk, RunItem.State.REUSED, None, "", "grade already present")
             )
     settler.flush()
+    if absent and run.mode == ScoringRun.Mode.BATCH and not live:
+        absent = send_in_batches(
+            run=run, work=absent, backends=backends, outcome=outcome, lock=lock
+        )
     if not absent:
         return outcome
     if budget is not None and not budget.admit(absent):

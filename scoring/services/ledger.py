@@ -385,9 +385,12 @@ _STARTED_COLUMNS = (
 )
 
 
-def started_rows(run: ScoringRun, work: Sequence[WorkItem]) -> list[CallRef]:
+def started_rows(run: ScoringRun, work: Sequence[WorkItem], *, mode: str = "") -> list[CallRef]:
     """Write the "started" ledger rows of grade pairs' calls in ONE INSERT (to commit before
-    the calls go out); return references to them in `work`'s order."""
+    the calls go out); return references to them in `work`'s order. mode: "batch" for calls
+    sent in a vendor batch (priced at batch prices, scoring.costs); "" leaves the column's
+    default (live)."""
+    extra = (mode,) if mode else ()
     rows = [
         (
             run.pk,
@@ -397,10 +400,30 @@ def started_rows(run: ScoringRun, work: Sequence[WorkItem]) -> list[CallRef]:
             w.judge.prompt_version,
             JudgeCall.Outcome.STARTED,
             "",
+            *extra,
         )
         for w in work
     ]
-    return [CallRef(pk) for pk in insert_rows(JudgeCall, _STARTED_COLUMNS, rows)]
+    columns = _STARTED_COLUMNS + (("mode",) if mode else ())
+    return [CallRef(pk) for pk in insert_rows(JudgeCall, columns, rows)]
+
+
+def retry_later(pairs: Sequence[tuple[int, int]], detail: str) -> None:
+    """Give back several claimed pairs whose calls brought no answer, to be asked again:
+    the bulk form of judge_failed(retryable=True), without the raise. pairs: (run item id,
+    ledger row id) each; the ledger rows become "retry" (not billed) with `detail`, the items
+    lose their lease (still pending) and their pairs' cross-run leases are deleted. Three
+    UPDATE/DELETE statements; runs inside the caller's transaction."""
+    if not pairs:
+        return
+    JudgeCall.objects.filter(pk__in=[c for _, c in pairs]).update(
+        outcome=JudgeCall.Outcome.RETRY, detail=detail[:2000]
+    )
+    items = [i for i, _ in pairs]
+    RunItem.objects.filter(pk__in=items, state=RunItem.State.PENDING).update(
+        lease_until=None, holder="", detail=detail[:2000]
+    )
+    _free_leases(items)
 
 
 def finished_pair(

@@ -55,6 +55,7 @@ def scoring_run_create(
     enqueue: bool = True,
     budget_cost: Any = None,
     budget_tokens: Any = None,
+    mode: str = ScoringRun.Mode.LIVE,
 ) -> ScoringRun:
     """Create a run for the pairs that lack a grade (or verdict) and enqueue it after commit.
 
@@ -64,13 +65,28 @@ def scoring_run_create(
     sent with the run id when the run finishes; for a key-audit run left without one it is
     settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK (the composition root sets it to review's
     `review.triage_after_audit`, so every audit run - Runs page, API or `audit_key` - ends
-    with triage of its edition, and scoring never imports review). budget_cost /
-    budget_tokens: the run's caps (scoring.budget.parse_budget input; None = no cap),
-    audit-logged. Raises DomainError when no judge can grade, scoring.budget.BudgetError
-    for a budget that cannot be set (nothing is created then).
+    with triage of its edition, and scoring never imports review). mode: "live" (default)
+    or "batch" (a re-scoring run's model-judge calls go through the vendors' batch APIs:
+    scoring.services.batch_mode). budget_cost / budget_tokens: the run's caps
+    (scoring.budget.parse_budget input; None = no cap), audit-logged; live runs only (a
+    batch's calls are billed when the vendor ends it, after the check a cap needs). Raises
+    DomainError when no judge can grade, for an unknown mode, for batch mode on a key-audit
+    run (audits are few and go live), scoring.budget.BudgetError for a budget that cannot be
+    set (a cap on a batch run included; nothing is created then).
     """
-    from scoring.budget import budget_currency, parse_budget, set_budget
+    from scoring.budget import BudgetError, budget_currency, parse_budget, set_budget
 
+    if mode not in ScoringRun.Mode.values:
+        raise DomainError(f"unknown run mode {mode!r}: live or batch")
+    if mode == ScoringRun.Mode.BATCH and kind != ScoringRun.Kind.GRADE:
+        raise DomainError("batch mode is for re-scoring runs; key audits run live")
+    if mode == ScoringRun.Mode.BATCH and (
+        budget_cost not in (None, "") or budget_tokens not in (None, "")
+    ):
+        raise BudgetError(
+            "a budget cap is for live runs: a batch's calls are billed when the vendor ends "
+            "it, after the check a cap needs; start the run live to cap it"
+        )
     if kind == ScoringRun.Kind.AUDIT and not on_complete:
         on_complete = settings.SNAGLIST_AUDIT_FOLLOW_UP_TASK
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
@@ -96,6 +112,7 @@ def scoring_run_create(
             reused=max(0, total - len(pairs)),
             error="\n".join(notes),
             on_complete=on_complete or "",
+            mode=mode,
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         run.judges.set(usable)
@@ -149,6 +166,7 @@ def scoring_run_resume(
     Raises InvalidTransitionError for a finished or cancelled run.
     """
     from scoring.budget import (
+        BudgetError,
         clear_reservations,
         parse_budget,
         refuse_if_over,
@@ -159,6 +177,8 @@ def scoring_run_resume(
     if run.status not in resumable:
         raise InvalidTransitionError(f"run {run.pk} is {run.status}: nothing to resume")
     cap_cost, cap_tokens = parse_budget(budget_cost, budget_tokens)
+    if run.mode == ScoringRun.Mode.BATCH and (cap_cost is not None or cap_tokens is not None):
+        raise BudgetError(f"run {run.pk} is a batch run: a budget cap is for live runs")
     with transaction.atomic():
         run = ScoringRun.objects.select_for_update().select_related("benchmark").get(pk=run.pk)
         if cap_cost is not None or cap_tokens is not None:
@@ -408,7 +428,7 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
     - judge limiter slots (Redis) held by processes that hold no live pair lease any more
       (dead: a live worker renews its leases while its calls are out) are freed
       (scoring.judges.limits.free_dead_slots), instead of waiting out their 300 s expiry;
-    - every active run stalled (no worker report for tunables.stall_seconds(), the run
+    - every active run stalled (no worker report for tunables.stall_seconds(run mode), the run
       page's "stalled"; scoring.runs_selectors.run_stall) and not already sent again since
       the last report is sent again (`scoring.run_start`, after commit: its pending pairs go
       out in fresh chunks; duplicates of chunks still queued claim nothing twice). Its
@@ -427,7 +447,13 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
     stalled = (
         ScoringRun.objects.filter(status__in=ACTIVE_STATUSES)
         .annotate(last_report=last_report)
-        .filter(last_report__lt=now - timedelta(seconds=stall_seconds()))
+        .filter(
+            Q(mode=ScoringRun.Mode.LIVE, last_report__lt=now - timedelta(seconds=stall_seconds()))
+            | Q(
+                mode=ScoringRun.Mode.BATCH,
+                last_report__lt=now - timedelta(seconds=stall_seconds("batch")),
+            )
+        )
         .filter(Q(resent_at__isnull=True) | Q(resent_at__lt=F("last_report")))
     )
     done["resent"] = []

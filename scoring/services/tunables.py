@@ -101,7 +101,35 @@ def heartbeat_seconds() -> float:
     return float(settings.SNAGLIST_WORKER_HEARTBEAT_SECONDS)
 
 
-def stall_seconds() -> float:
+def stall_seconds(mode: str = "live") -> float:
     """Return after how many seconds without a worker's report a run counts as stalled:
-    STALL_HEARTBEATS heartbeats."""
-    return STALL_HEARTBEATS * heartbeat_seconds()
+    STALL_HEARTBEATS heartbeats; for a batch-mode run (`mode` "batch", whose pairs wait at
+    the vendor and are reported on by the batch poller at each poll) at least two polls
+    and a heartbeat."""
+    seconds = STALL_HEARTBEATS * heartbeat_seconds()
+    if mode == "batch":
+        seconds = max(seconds, 2 * batch_poll_seconds() + heartbeat_seconds())
+    return seconds
+
+
+# A pair is sent in a vendor batch at most this often; then it is settled as failed.
+BATCH_MAX_ATTEMPTS = 3
+
+
+def batch_poll_seconds() -> float:
+    """Return the seconds between polls of the open vendor batches
+    (SNAGLIST_BATCH_POLL_SECONDS, the `scoring.poll_batches` beat interval)."""
+    return float(settings.SNAGLIST_BATCH_POLL_SECONDS)
+
+
+def batch_lease_seconds() -> float:
+    """Return how long a pair sent in a vendor batch stays leased to its batch: renewed by the
+    poller at each poll, so three polls (at least one pair lease) before a dead poller's
+    pairs free up."""
+    return max(pair_lease_seconds(), 3 * batch_poll_seconds())
+
+
+def batch_failed_retry() -> str:
+    """Return where a batch request that brought no reply goes next: "live" or "batch"
+    (SNAGLIST_BATCH_FAILED_RETRY)."""
+    return str(settings.SNAGLIST_BATCH_FAILED_RETRY)

@@ -62,13 +62,15 @@ class ChunkOutcome:
     settled: {RunItem state: pairs settled in it}; busy: pairs leased by another worker;
     unavailable: pairs whose judge was unavailable while retries remain (both as JSON
     lists [response id or None, judge id, key entry id]); stopped: the run was cancelled
-    (or finished) while the chunk ran.
+    (or finished) while the chunk ran; batched: pairs sent in a vendor batch (batch mode),
+    settled later by the batch poller.
     """
 
     settled: dict[str, int] = field(default_factory=dict)
     busy: list[list[int | None]] = field(default_factory=list)
     unavailable: list[list[int | None]] = field(default_factory=list)
     stopped: bool = False
+    batched: int = 0
 
     def count(self, state: str) -> None:
         """Count one pair settled in `state`."""

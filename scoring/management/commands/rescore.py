@@ -1,7 +1,8 @@
 """Grade what lacks a grade against an edition's key entries (cli.md `rescore`, rule 8).
 
-    rescore [--edition NAME] [--judges ID,ID] [--wait] [--resume [--run ID]] [--format json]
-            [--dry-run] [--budget-cost X] [--budget-tokens N] [--benchmark NAME]
+    rescore [--edition NAME] [--judges ID,ID] [--batch] [--wait] [--resume [--run ID]]
+            [--format json] [--dry-run] [--budget-cost X] [--budget-tokens N]
+            [--benchmark NAME]
 
 Creates a re-scoring run for the pairs (response, judge) lacking a grade against the
 edition's current key entry and the judge's current prompt version, and enqueues it.
@@ -13,6 +14,8 @@ estimated tokens and cost (scoring.estimate; cli.md keys needed, calls, tokens_i
 tokens_out, cost_live, cost_batch, plus tokens_cached, judges, notes).
 --budget-cost X (in the judges' price currency) / --budget-tokens N (input + output) cap
 the run: it stops before a chunk whose calls would pass the cap (scoring.budget).
+--batch sends the model judges' calls through the vendors' batch APIs (the run's mode
+"batch"; scoring.services.batch_mode); the run finishes once the poller has settled them.
 Exit 0 on success, 1 on bad input or a run that finished failed, 2 on wrong usage.
 """
 
@@ -74,6 +77,13 @@ class RunCommand(JsonCommand):
         parser.add_argument(
             "--resume", action="store_true", help="send an unfinished run's remaining pairs again"
         )
+        if self.kind == ScoringRun.Kind.GRADE:
+            parser.add_argument(
+                "--batch",
+                action="store_true",
+                help="send the model judges' calls through their vendors' batch APIs (half "
+                "price, results within 24 h; polled by the scoring.poll_batches beat task)",
+            )
         parser.add_argument(
             "--run",
             type=int,
@@ -110,6 +120,9 @@ class RunCommand(JsonCommand):
         if options["dry_run"] and (options["resume"] or options["wait"]):
             raise usage_error("--dry-run starts nothing: it takes no --resume or --wait")
         budget = {"budget_cost": options["budget_cost"], "budget_tokens": options["budget_tokens"]}
+        batch = options.get("batch", False)
+        if batch and options["resume"]:
+            raise usage_error("--batch is for a new run; --resume keeps the run's own mode")
         benchmark = resolve_benchmark(options["benchmark"])
         try:
             edition = get_edition(benchmark, options["edition"])
@@ -124,7 +137,11 @@ class RunCommand(JsonCommand):
                 return
             try:
                 run = services.scoring_run_create(
-                    edition=edition, judges=judges, kind=self.kind, **budget
+                    edition=edition,
+                    judges=judges,
+                    kind=self.kind,
+                    mode=ScoringRun.Mode.BATCH if batch else ScoringRun.Mode.LIVE,
+                    **budget,
                 )
             except DomainError as exc:
                 raise domain_error(exc) from exc
