@@ -20,6 +20,11 @@ from scoring.models import Judge, JudgeCall
 MILLION = Decimal(1_000_000)
 # The calls a vendor bills: answered, and in flight at a kill (sent, so paid; no grade kept).
 BILLED_OUTCOMES = (JudgeCall.Outcome.OK, JudgeCall.Outcome.LOST)
+# Anthropic bills a 5-minute prompt-cache write at 1.25x the model's input price (its
+# pricing page, "Prompt caching": 5m cache writes 1.25x base input, 1h writes 2x, cache
+# hits 0.1x); the judges mark prefixes "ephemeral" (5 minutes). A rule of the vendor's
+# pricing model, not a price: the prices themselves are the admin's, on the Judge row.
+CACHE_WRITE_FACTOR = Decimal("1.25")
 
 
 @dataclass(frozen=True)
@@ -46,26 +51,36 @@ class Prices:
 
 
 def tokens_cost(
-    prices: Prices, *, input_tokens: int, cached_tokens: int, output_tokens: int
+    prices: Prices,
+    *,
+    input_tokens: int,
+    cached_tokens: int,
+    output_tokens: int,
+    cache_write_tokens: int = 0,
 ) -> Decimal | None:
     """Return what these tokens cost at `prices`, or None when a price they need is empty.
 
-    cost = (input - cached) x input price + cached x cached-input price + output x output
-    price, prices per million tokens (the vendors' published pricing model: OpenAI and
-    Anthropic price uncached input, cached input and output separately). input_tokens
-    includes the cached ones (scoring.judges.Usage). Anthropic's cache writes are priced
-    as uncached input here (Anthropic charges 1.25x for them; no prompt is marked for
-    caching yet, so none are written). A price whose tokens are 0 is not needed. Raises
-    ValueError for negative counts or more cached than input tokens.
+    cost = (input - cached - cache writes) x input price + cache writes x input price x
+    CACHE_WRITE_FACTOR + cached x cached-input price + output x output price, prices per
+    million tokens (the vendors' published pricing model: OpenAI and Anthropic price
+    uncached input, cached input and output separately, and Anthropic bills a 5-minute cache
+    write at 1.25x the input price). input_tokens includes the cached and cache-write ones
+    (scoring.judges.Usage: the same meaning for both vendors). OpenAI reports no cache
+    writes (its caching is free to write), so they count 0 there. A price whose tokens are 0
+    is not needed. Raises ValueError for negative counts or more cached plus cache-write
+    tokens than input tokens.
     """
-    if min(input_tokens, cached_tokens, output_tokens) < 0 or cached_tokens > input_tokens:
+    counts = (input_tokens, cached_tokens, output_tokens, cache_write_tokens)
+    if min(counts) < 0 or cached_tokens + cache_write_tokens > input_tokens:
         raise ValueError(
             f"bad token counts: input {input_tokens}, cached {cached_tokens}, "
-            f"output {output_tokens}"
+            f"cache writes {cache_write_tokens}, output {output_tokens}"
         )
+    write_price = None if prices.input is None else prices.input * CACHE_WRITE_FACTOR
     total = Decimal(0)
     for tokens, price in (
-        (input_tokens - cached_tokens, prices.input),
+        (input_tokens - cached_tokens - cache_write_tokens, prices.input),
+        (cache_write_tokens, write_price),
         (cached_tokens, prices.cached_input),
         (output_tokens, prices.output),
     ):
@@ -78,7 +93,7 @@ def tokens_cost(
 
 
 def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, int]]:
-    """Return {judge pk: {"calls", "known", "input", "cached", "output"}} over the billed
+    """Return {judge pk: {"calls", "known", "input", "cached", "writes", "output"}} over the billed
     calls among `calls` (one query). known: calls with input and output tokens reported; a
     known call with no cached count (an OpenAI-compatible server without
     prompt_tokens_details) adds 0 cached, pricing all its input as uncached (the higher
@@ -92,6 +107,7 @@ def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, int]]:
             known=Count("id", filter=known),
             i=Sum("input_tokens", filter=known),
             c=Sum("cached_tokens", filter=known),
+            w=Sum("cache_write_tokens", filter=known),
             o=Sum("output_tokens", filter=known),
         )
     )
@@ -101,6 +117,7 @@ def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, int]]:
             "known": r["known"],
             "input": r["i"] or 0,
             "cached": r["c"] or 0,
+            "writes": r["w"] or 0,
             "output": r["o"] or 0,
         }
         for r in rows
@@ -117,8 +134,9 @@ def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
     per judge and in total, at each judge's `mode` prices.
 
     Shape: {"judges": [{"judge", "currency", "calls", "unknown_usage", "input_tokens",
-    "cached_tokens", "output_tokens", "cost"}], "calls", "unknown_usage", "input_tokens",
-    "cached_tokens", "output_tokens", "cost", "currency", "notes"}. Token counts are over
+    "cached_tokens", "cache_write_tokens", "output_tokens", "cost"}], "calls",
+    "unknown_usage", "input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens",
+    "cost", "currency", "notes"} (cache_write_tokens: Anthropic's, priced by tokens_cost). Token counts are over
     the calls whose usage is known (None when none of them reported usage); cost (a string,
     6 decimal places, in `currency`) is None when no call reported usage or a needed price
     is empty, and the total is None when any judge's cost is unknown or the judges'
@@ -135,6 +153,7 @@ def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
             input_tokens=u["input"],
             cached_tokens=u["cached"],
             output_tokens=u["output"],
+            cache_write_tokens=u["writes"],
         )
         if not u["known"]:
             cost = None  # no call reported usage: the tokens, and so the cost, are unknown
@@ -147,7 +166,7 @@ def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
                 "currency": judge.price_currency,
                 "calls": u["calls"],
                 "unknown_usage": u["calls"] - u["known"],
-                **_tokens(u["input"], u["cached"], u["output"], known=u["known"]),
+                **_tokens(u["input"], u["cached"], u["writes"], u["output"], known=u["known"]),
                 "cost": _money(cost),
             }
         )
@@ -166,7 +185,7 @@ def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
         "calls": sum(r["calls"] for r in rows),
         "unknown_usage": unknown,
         **_tokens(
-            *(sum(usage[pk][k] for pk in usage) for k in ("input", "cached", "output")),
+            *(sum(usage[pk][k] for pk in usage) for k in ("input", "cached", "writes", "output")),
             known=known,
         ),
         "cost": _money(total),
@@ -175,11 +194,14 @@ def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
     }
 
 
-def _tokens(input_tokens: int, cached: int, output: int, *, known: int) -> dict[str, int | None]:
+def _tokens(
+    input_tokens: int, cached: int, writes: int, output: int, *, known: int
+) -> dict[str, int | None]:
     """Return the token figures of a summary; None (unknown) when no call reported usage."""
+    names = ("input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens")
     if not known:
-        return {"input_tokens": None, "cached_tokens": None, "output_tokens": None}
-    return {"input_tokens": input_tokens, "cached_tokens": cached, "output_tokens": output}
+        return dict.fromkeys(names)
+    return dict(zip(names, (input_tokens, cached, writes, output), strict=True))
 
 
 def costs_of_runs(run_ids: list[int], *, mode: str = "live") -> dict[int, dict[str, Any]]:
@@ -196,6 +218,7 @@ def costs_of_runs(run_ids: list[int], *, mode: str = "live") -> dict[int, dict[s
             known=Count("id", filter=known),
             i=Sum("input_tokens", filter=known),
             c=Sum("cached_tokens", filter=known),
+            w=Sum("cache_write_tokens", filter=known),
             o=Sum("output_tokens", filter=known),
         )
     )
@@ -210,6 +233,7 @@ def costs_of_runs(run_ids: list[int], *, mode: str = "live") -> dict[int, dict[s
             input_tokens=r["i"] or 0,
             cached_tokens=r["c"] or 0,
             output_tokens=r["o"] or 0,
+            cache_write_tokens=r["w"] or 0,
         )
         cost = cost if r["known"] else None
         totals.setdefault(r["run_id"], []).append(cost)
