@@ -253,17 +253,37 @@ def section_cache(ctx: Context) -> list[str]:
                 cost = f"{replay_cost(ctx, r, n).quantize(Decimal('0.000001'))} USD"
             share = [r["tally"][(n, f)][1] / r["tally"][(n, f)][0] for f in ("openai", "anthropic")]
             lines.append(
-                f"| {r['version']} | {r['run'].graded:,} | {billed:,} | {spread} | {n:,} "
+                f"| {r['version']} | {r['cost']['calls']:,} | {billed:,} | {spread} | {n:,} "
                 f"| {100 * share[0]:.1f}% / {100 * share[1]:.1f}% / {100 * read / billed:.1f}% "
                 f"| {write:,} | {cost} |"
             )
     v1, v2 = results
+    short = 1024 - statistics.median(v2["prefix_tokens"])
+    questions = v2["run"].needed // (len(ctx.judges) * 18)
     lines += [
         "",
-        f"- Runs (eager, one process, loopback latency 0): judge-v1 {v1['wall_s']:.0f} s, "
-        f"judge-v2 {v2['wall_s']:.0f} s; every pair graded, none failed.",
-        "- The ledger row of each layout (its JudgeCall usage priced by scoring.costs.calls_cost)",
-        "  is checked against the server's own count of the input tokens it billed.",
+        f"- Pairs per run: {v2['run'].needed:,} = {questions} scored questions (of the bundle's"
+        f" {ctx.args.questions}; the others are excluded by its audit verdicts) x 18 responses x"
+        f" {len(ctx.judges)} judges. Runs (eager, one process, loopback latency 0): judge-v1"
+        f" {v1['wall_s']:.0f} s, judge-v2 {v2['wall_s']:.0f} s; every pair graded, none failed.",
+        "- Each layout's row at the run's minimum is the product's own figure (the runs' JudgeCall",
+        "  usage priced by scoring.costs.calls_cost), checked against the server's count of the",
+        "  input tokens it billed; the other rows price the replayed counts by the same formula.",
+        "- At the vendors' 1,024-token minimum nothing is cached with either layout: judge-v2's",
+        f"  shared prefix (its instructions, scale, question, key and citation) is a median"
+        f" {statistics.median(v2['prefix_tokens']):.0f}",
+        f"  tokens, {short:.0f} short. judge-v1's is the question, key and citation only (median"
+        f" {statistics.median(v1['prefix_tokens']):.0f}), its",
+        "  instructions coming after the response. Once the shared part passes the minimum",
+        "  (a longer prompt, or a vendor with a lower one) judge-v2 has"
+        f" {100 * v2['cost']['cached_tokens'] / v2['cost']['input_tokens']:.0f}% of its input",
+        f"  read from the cache (at {RUN_MIN_TOKENS}), judge-v1 nothing until the minimum is"
+        f" under its ~{statistics.median(v1['prefix_tokens']):.0f}-token prefix.",
+        "- The emulation makes a prefix readable once a request carrying it has arrived. The",
+        "  vendors make it readable once the first response begins, so a question's calls sent",
+        "  together (a judge's window of `concurrency` calls in flight) miss together: with",
+        "  18 responses a question and 32 calls in flight per judge, a live run would read far",
+        '  less than this; `server.prefix_cache.ready = "reply"` emulates that.',
     ]
     return lines
 

@@ -95,6 +95,15 @@ def test_judge_v1_text_is_unchanged_by_the_split_and_its_prefix_ends_before_the_
     assert prompt.suffix.startswith(RESPONSES[0]) and "How to grade" in prompt.suffix
 
 
+def test_judge_v2_holds_judge_v1s_paragraphs_reordered_and_nothing_else():
+    def paragraphs(version):
+        return load_template(version).template.strip("\n").split("\n\n")
+
+    v1, v2 = paragraphs("judge-v1"), paragraphs("judge-v2")
+    assert sorted(v1) == sorted(v2) and v1 != v2
+    assert v2[-1].startswith("RESPONSE TO GRADE:")  # the response block comes last
+
+
 def test_judge_v2_is_released_and_only_released_versions_are_sent():
     assert RELEASED_SHA256["judge-v2"] == template_sha256("judge-v2")
     assert released_versions("judge") == ["judge-v1", "judge-v2"]

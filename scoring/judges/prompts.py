@@ -38,9 +38,10 @@ RESPONSE_PLACEHOLDER = "$response"
 RELEASED_SHA256: dict[str, str] = {
     JUDGE_PROMPT_VERSION: "b7d0de0163a43e961eda19970785686276fb80fa683fd871d45c57cde2ada2e8",
     AUDITOR_PROMPT_VERSION: "f0d353b5bf74956a52f6fb84fb127e770a641e57c3a44a643d3a121e8572b878",
-    # issue 20: judge-v1's text with the instructions moved ahead of the question and the
-    # response last, so the part shared by a question's responses is one cacheable prefix.
-    "judge-v2": "c254fbb7257a25637fe5a39c0b12ab1fd8e16a19edadb96acb42f0fb0b0be07c",
+    # issue 20: judge-v1's paragraphs, the same words, reordered: instructions first, then
+    # question, key and citation, the response last, so the part shared by a question's
+    # responses is one cacheable prefix (and a call costs as many tokens as with v1).
+    "judge-v2": "58524c69db6d8d70caef3bffda92f03bce107154ea6be5dbea97680390e6c0ed",
 }
 
 
