@@ -93,11 +93,11 @@ def tokens_cost(
 
 
 def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, int]]:
-    """Return {judge pk: {"calls", "known", "input", "cached", "writes", "output"}} over the billed
-    calls among `calls` (one query). known: calls with input and output tokens reported; a
-    known call with no cached count (an OpenAI-compatible server without
+    """Return {judge pk: {"calls", "known", "input", "cached", "writes", "output"}} over the
+    billed calls among `calls` (one query). known: calls with input and output tokens
+    reported; a known call with no cached count (an OpenAI-compatible server without
     prompt_tokens_details) adds 0 cached, pricing all its input as uncached (the higher
-    price: never an under-statement)."""
+    price: never an under-statement), and one with no cache-write count (OpenAI) 0 writes."""
     known = Q(input_tokens__isnull=False, output_tokens__isnull=False)
     rows = (
         calls.filter(outcome__in=BILLED_OUTCOMES)
@@ -136,9 +136,9 @@ def calls_cost(calls: QuerySet, *, mode: str = "live") -> dict[str, Any]:
     Shape: {"judges": [{"judge", "currency", "calls", "unknown_usage", "input_tokens",
     "cached_tokens", "cache_write_tokens", "output_tokens", "cost"}], "calls",
     "unknown_usage", "input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens",
-    "cost", "currency", "notes"} (cache_write_tokens: Anthropic's, priced by tokens_cost). Token counts are over
-    the calls whose usage is known (None when none of them reported usage); cost (a string,
-    6 decimal places, in `currency`) is None when no call reported usage or a needed price
+    "cost", "currency", "notes"} (cache_write_tokens: Anthropic's, priced by tokens_cost).
+    Token counts are over the calls whose usage is known (None when none of them reported
+    usage); cost (a string, 6 decimal places, in `currency`) is None when no call reported usage or a needed price
     is empty, and the total is None when any judge's cost is unknown or the judges'
     currencies differ (notes say why). With some calls' usage unknown the cost covers the
     others only (a lower bound; `unknown_usage` and a note say so). Two queries.

@@ -27,6 +27,7 @@ from .prompts import (
     AUDITOR_PROMPT_VERSION,
     JUDGE_PROMPT_VERSION,
     JudgePrompt,
+    check_version,
     render_auditor_prompt,
     render_judge_prompt,
 )
@@ -149,10 +150,10 @@ class ChatBackend(JudgeBackend):
         config's prompt_version, or the role's default. Raises JudgeConfigError when the
         configured version is another role's template."""
         default = JUDGE_PROMPT_VERSION if role == "judge" else AUDITOR_PROMPT_VERSION
-        version = self.config.prompt_version or default
-        if not version.startswith(f"{role}-"):
-            raise JudgeConfigError(f"prompt_version {version!r} is not a {role} prompt")
-        return version
+        try:
+            return check_version(self.config.prompt_version or default, role)
+        except ValueError as exc:
+            raise JudgeConfigError(str(exc)) from None
 
     def judge_prompt(self, inp: GradingInput) -> JudgePrompt:
         """Return the prompt this backend sends to grade `inp` (scoring.judges.prompts
