@@ -282,8 +282,8 @@ def section_cache(ctx: Context) -> list[str]:
         "- The emulation makes a prefix readable once a request carrying it has arrived. The",
         "  vendors make it readable once the first response begins, so a question's calls sent",
         "  together (a judge's window of `concurrency` calls in flight) miss together: with",
-        "  18 responses a question and 32 calls in flight per judge, a live run would read far",
-        '  less than this; `server.prefix_cache.ready = "reply"` emulates that.',
+        "  18 responses a question and 32 calls in flight per judge, a live run would read less",
+        '  than this (not measured here); `server.prefix_cache.ready = "reply"` emulates it.',
     ]
     return lines
 
