@@ -20,6 +20,11 @@ from scoring.models import Judge, JudgeCall
 MILLION = Decimal(1_000_000)
 # The calls a vendor bills: answered, and in flight at a kill (sent, so paid; no grade kept).
 BILLED_OUTCOMES = (JudgeCall.Outcome.OK, JudgeCall.Outcome.LOST)
+# Anthropic bills a 5-minute prompt-cache write at 1.25x the model's input price (its
+# pricing page, "Prompt caching": 5m cache writes 1.25x base input, 1h writes 2x, cache
+# hits 0.1x); the judges mark prefixes "ephemeral" (5 minutes). A rule of the vendor's
+# pricing model, not a price: the prices themselves are the admin's, on the Judge row.
+CACHE_WRITE_FACTOR = Decimal("1.25")
 
 
 @dataclass(frozen=True)
@@ -46,26 +51,36 @@ class Prices:
 
 
 def tokens_cost(
-    prices: Prices, *, input_tokens: int, cached_tokens: int, output_tokens: int
+    prices: Prices,
+    *,
+    input_tokens: int,
+    cached_tokens: int,
+    output_tokens: int,
+    cache_write_tokens: int = 0,
 ) -> Decimal | None:
     """Return what these tokens cost at `prices`, or None when a price they need is empty.
 
-    cost = (input - cached) x input price + cached x cached-input price + output x output
-    price, prices per million tokens (the vendors' published pricing model: OpenAI and
-    Anthropic price uncached input, cached input and output separately). input_tokens
-    includes the cached ones (scoring.judges.Usage). Anthropic's cache writes are priced
-    as uncached input here (Anthropic charges 1.25x for them; no prompt is marked for
-    caching yet, so none are written). A price whose tokens are 0 is not needed. Raises
-    ValueError for negative counts or more cached than input tokens.
+    cost = (input - cached - cache writes) x input price + cache writes x input price x
+    CACHE_WRITE_FACTOR + cached x cached-input price + output x output price, prices per
+    million tokens (the vendors' published pricing model: OpenAI and Anthropic price
+    uncached input, cached input and output separately, and Anthropic bills a 5-minute cache
+    write at 1.25x the input price). input_tokens includes the cached and cache-write ones
+    (scoring.judges.Usage: the same meaning for both vendors). OpenAI reports no cache
+    writes (its caching is free to write), so they count 0 there. A price whose tokens are 0
+    is not needed. Raises ValueError for negative counts or more cached plus cache-write
+    tokens than input tokens.
     """
-    if min(input_tokens, cached_tokens, output_tokens) < 0 or cached_tokens > input_tokens:
+    counts = (input_tokens, cached_tokens, output_tokens, cache_write_tokens)
+    if min(counts) < 0 or cached_tokens + cache_write_tokens > input_tokens:
         raise ValueError(
             f"bad token counts: input {input_tokens}, cached {cached_tokens}, "
-            f"output {output_tokens}"
+            f"cache writes {cache_write_tokens}, output {output_tokens}"
         )
+    write_price = None if prices.input is None else prices.input * CACHE_WRITE_FACTOR
     total = Decimal(0)
     for tokens, price in (
-        (input_tokens - cached_tokens, prices.input),
+        (input_tokens - cached_tokens - cache_write_tokens, prices.input),
+        (cache_write_tokens, write_price),
         (cached_tokens, prices.cached_input),
         (output_tokens, prices.output),
     ):
@@ -78,12 +93,13 @@ def tokens_cost(
 
 
 def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, Any]]:
-    """Return {judge pk: {"calls", "known", "input", "cached", "output", "modes"}} over the
-    billed calls among `calls` (one query); "modes" splits the tokens by how the calls were
-    sent ({"live"|"batch": {"input", "cached", "output"}}) for pricing. known: calls with
-    input and output tokens reported; a known call with no cached count (an
-    OpenAI-compatible server without prompt_tokens_details) adds 0 cached, pricing all its
-    input as uncached (the higher price: never an under-statement)."""
+    """Return {judge pk: {"calls", "known", "input", "cached", "writes", "output", "modes"}}
+    over the billed calls among `calls` (one query); "modes" splits the tokens by how the
+    calls were sent ({"live"|"batch": {"input", "cached", "writes", "output"}}) for pricing.
+    known: calls with input and output tokens reported; a known call with no cached count
+    (an OpenAI-compatible server without prompt_tokens_details) adds 0 cached, pricing all
+    its input as uncached (the higher price: never an under-statement), and one with no
+    cache-write count (OpenAI) 0 writes."""
     known = Q(input_tokens__isnull=False, output_tokens__isnull=False)
     rows = (
         calls.filter(outcome__in=BILLED_OUTCOMES)
@@ -93,6 +109,7 @@ def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, Any]]:
             known=Count("id", filter=known),
             i=Sum("input_tokens", filter=known),
             c=Sum("cached_tokens", filter=known),
+            w=Sum("cache_write_tokens", filter=known),
             o=Sum("output_tokens", filter=known),
         )
         .order_by()
@@ -101,9 +118,17 @@ def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, Any]]:
     for r in rows:
         u = out.setdefault(
             r["judge_id"],
-            {"calls": 0, "known": 0, "input": 0, "cached": 0, "output": 0, "modes": {}},
+            {
+                "calls": 0,
+                "known": 0,
+                "input": 0,
+                "cached": 0,
+                "writes": 0,
+                "output": 0,
+                "modes": {},
+            },
         )
-        tokens = {"input": r["i"] or 0, "cached": r["c"] or 0, "output": r["o"] or 0}
+        tokens = _mode_tokens(r)
         u["calls"] += r["n"]
         u["known"] += r["known"]
         for k, v in tokens.items():
@@ -112,9 +137,19 @@ def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, Any]]:
     return out
 
 
+def _mode_tokens(row: dict[str, Any]) -> dict[str, int]:
+    """Return one aggregate row's tokens ({"input", "cached", "writes", "output"})."""
+    return {
+        "input": row["i"] or 0,
+        "cached": row["c"] or 0,
+        "writes": row["w"] or 0,
+        "output": row["o"] or 0,
+    }
+
+
 def _priced(judge: Judge, modes: dict[str, dict[str, int]], mode: str | None) -> Decimal | None:
     """Return the cost of a judge's tokens split by send mode ({"live"|"batch": {"input",
-    "cached", "output"}}): each mode's tokens at that mode's prices (a batch call at the
+    "cached", "writes", "output"}}): each mode's tokens at that mode's prices (a batch call at the
     judge's batch prices), or all at `mode`'s prices when it is given; None when a price
     needed is empty. The one caller of tokens_cost for ledger rows."""
     total = Decimal(0)
@@ -124,6 +159,7 @@ def _priced(judge: Judge, modes: dict[str, dict[str, int]], mode: str | None) ->
             input_tokens=u["input"],
             cached_tokens=u["cached"],
             output_tokens=u["output"],
+            cache_write_tokens=u["writes"],
         )
         if cost is None:
             return None
@@ -144,10 +180,11 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
     ("live" | "batch") prices when `mode` is given (what the same calls would cost so).
 
     Shape: {"judges": [{"judge", "currency", "calls", "unknown_usage", "input_tokens",
-    "cached_tokens", "output_tokens", "cost"}], "calls", "unknown_usage", "input_tokens",
-    "cached_tokens", "output_tokens", "cost", "currency", "notes"}. Token counts are over
-    the calls whose usage is known (None when none of them reported usage); cost (a string,
-    6 decimal places, in `currency`) is None when no call reported usage or a needed price
+    "cached_tokens", "cache_write_tokens", "output_tokens", "cost"}], "calls",
+    "unknown_usage", "input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens",
+    "cost", "currency", "notes"} (cache_write_tokens: Anthropic's, priced by tokens_cost).
+    Token counts are over the calls whose usage is known (None when none of them reported
+    usage); cost (a string, 6 decimal places, in `currency`) is None when no call reported usage or a needed price
     is empty, and the total is None when any judge's cost is unknown or the judges'
     currencies differ (notes say why). With some calls' usage unknown the cost covers the
     others only (a lower bound; `unknown_usage` and a note say so). Two queries.
@@ -170,7 +207,7 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
                 "currency": judge.price_currency,
                 "calls": u["calls"],
                 "unknown_usage": u["calls"] - u["known"],
-                **_tokens(u["input"], u["cached"], u["output"], known=u["known"]),
+                **_tokens(u["input"], u["cached"], u["writes"], u["output"], known=u["known"]),
                 "cost": money(cost),
             }
         )
@@ -189,7 +226,7 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
         "calls": sum(r["calls"] for r in rows),
         "unknown_usage": unknown,
         **_tokens(
-            *(sum(usage[pk][k] for pk in usage) for k in ("input", "cached", "output")),
+            *(sum(usage[pk][k] for pk in usage) for k in ("input", "cached", "writes", "output")),
             known=known,
         ),
         "cost": money(total),
@@ -198,11 +235,14 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
     }
 
 
-def _tokens(input_tokens: int, cached: int, output: int, *, known: int) -> dict[str, int | None]:
+def _tokens(
+    input_tokens: int, cached: int, writes: int, output: int, *, known: int
+) -> dict[str, int | None]:
     """Return the token figures of a summary; None (unknown) when no call reported usage."""
+    names = ("input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens")
     if not known:
-        return {"input_tokens": None, "cached_tokens": None, "output_tokens": None}
-    return {"input_tokens": input_tokens, "cached_tokens": cached, "output_tokens": output}
+        return dict.fromkeys(names)
+    return dict(zip(names, (input_tokens, cached, writes, output), strict=True))
 
 
 def costs_of_runs(run_ids: list[int], *, mode: str | None = None) -> dict[int, dict[str, Any]]:
@@ -220,6 +260,7 @@ def costs_of_runs(run_ids: list[int], *, mode: str | None = None) -> dict[int, d
             known=Count("id", filter=known),
             i=Sum("input_tokens", filter=known),
             c=Sum("cached_tokens", filter=known),
+            w=Sum("cache_write_tokens", filter=known),
             o=Sum("output_tokens", filter=known),
         )
         .order_by()
@@ -230,7 +271,7 @@ def costs_of_runs(run_ids: list[int], *, mode: str | None = None) -> dict[int, d
         u = per.setdefault((r["run_id"], r["judge_id"]), {"n": 0, "known": 0, "modes": {}})
         u["n"] += r["n"]
         u["known"] += r["known"]
-        u["modes"][r["mode"]] = {"input": r["i"] or 0, "cached": r["c"] or 0, "output": r["o"] or 0}
+        u["modes"][r["mode"]] = _mode_tokens(r)
     out: dict[int, dict[str, Any]] = {}
     totals: dict[int, list[Decimal | None]] = {}
     currencies: dict[int, set[str]] = {}

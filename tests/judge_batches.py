@@ -255,7 +255,13 @@ class BatchEndpoints:
             if b.kind == "status":
                 outcomes.append((line.get("custom_id"), b.status_code, _error_body(vendor, b)))
             else:
-                outcomes.append((line.get("custom_id"), 200, _reply_body(vendor, body or {}, b)))
+                # The vendors cache within a batch too: lines are answered one after another
+                # here, each reading the prefixes of the lines before it.
+                cached = self.server.prefix_cache.lookup(vendor, body or {})
+                self.server.prefix_cache.remember(cached)
+                outcomes.append(
+                    (line.get("custom_id"), 200, _reply_body(vendor, body or {}, b, cached))
+                )
         batch = _Batch(
             vendor, batch_id, time.time(), lines, outcomes, plan, plan.polls + 1, metadata or {}
         )

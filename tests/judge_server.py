@@ -13,8 +13,17 @@ no_usage(content) (a reply without a usage object).
 Every reply reports usage the way its vendor does (OpenAI: prompt_tokens,
 completion_tokens, prompt_tokens_details.cached_tokens; Anthropic: input_tokens,
 output_tokens, cache_read_input_tokens, cache_creation_input_tokens), counted by
-`count_tokens` over the request's message texts and the reply's text; nothing is cached yet
-(cached tokens 0).
+`count_tokens` over the request's message texts and the reply's text, with the vendor's
+prompt caching emulated per server (PrefixCache, `server.prefix_cache`): OpenAI reports
+as cached (prompt_tokens_details.cached_tokens) the longest prefix, in steps of 128 tokens
+from `cache_min_tokens` (1,024) on, that an earlier request to the same model began with;
+Anthropic caches the text blocks up to and including the last one marked cache_control,
+when they hold at least `cache_min_tokens`: cache_creation_input_tokens the first time,
+cache_read_input_tokens after (input_tokens is then the rest, as Anthropic reports it).
+A test lowers `server.cache_min_tokens`; `server.prefix_cache.ready` says when a
+prefix becomes readable: "arrival" (default: as soon as a request carrying it arrived) or
+"reply" (once that request's reply is written, as the vendors do: a cache entry is
+readable only after the first response begins, so calls sent together all miss).
 The batch endpoints of both vendors (files, batches; message batches) are in
 tests.judge_batches: a batch's requests take scripted behaviours as live calls do, and
 `server.plan_batches(BatchPlan(polls=2, expire_after=3), ...)` scripts batch-level states.
@@ -30,6 +39,7 @@ the reply was written).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import socket
@@ -108,6 +118,94 @@ def prompt_tokens(request: dict[str, Any]) -> int:
     return total
 
 
+def _texts(request: dict[str, Any]) -> list[tuple[str, bool]]:
+    """Return [(text, marked)] of a chat request's messages in order: one entry per string
+    message and per text block; marked: the block carries cache_control."""
+    out: list[tuple[str, bool]] = []
+    for message in request.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            out.append((content, False))
+        elif isinstance(content, list):
+            out += [
+                (b.get("text", ""), bool(b.get("cache_control")))
+                for b in content
+                if isinstance(b, dict)
+            ]
+    return out
+
+
+def request_text(request: dict[str, Any]) -> str:
+    """Return the text of a chat request's messages (decoded JSON), text blocks joined."""
+    return "".join(text for text, _ in _texts(request))
+
+
+@dataclass
+class CacheLookup:
+    """What the prefix cache found for one request: `read` tokens cached, `write` tokens
+    written now (Anthropic's first sight of a marked prefix), and the prefix keys the
+    request makes readable once remembered."""
+
+    read: int = 0
+    write: int = 0
+    keys: list[bytes] = field(default_factory=list)
+
+
+class PrefixCache:
+    """A loopback server's emulation of the vendors' prompt caches (see the module
+    docstring); thread-safe. Keys are sha256 digests of (vendor, model, prefix tokens);
+    nothing expires (the vendors keep an entry ~5 minutes after its last use)."""
+
+    def __init__(self, min_tokens: int = 1024, step: int = 128, ready: str = "arrival") -> None:
+        self.min_tokens, self.step, self.ready = min_tokens, step, ready
+        self._seen: set[bytes] = set()
+        self._lock = threading.Lock()
+
+    def lookup(self, flavour: str, request: dict[str, Any]) -> CacheLookup:
+        """Return what a request to `flavour` ("openai" / "anthropic") finds in the cache;
+        with `ready` "arrival" its prefixes are remembered at once."""
+        found = (self._openai if flavour == "openai" else self._anthropic)(request)
+        if self.ready == "arrival":
+            self.remember(found)
+        return found
+
+    def remember(self, found: CacheLookup) -> None:
+        """Make the prefixes of a looked-up request readable by later requests."""
+        with self._lock:
+            self._seen.update(found.keys)
+
+    def _digest(self, flavour: str, request: dict[str, Any]) -> Any:
+        return hashlib.sha256(f"{flavour}\0{request.get('model')}\0".encode())
+
+    def _openai(self, request: dict[str, Any]) -> CacheLookup:
+        tokens = _TOKEN.findall(request_text(request))
+        digest, keys, at = self._digest("openai", request), [], 0
+        for end in range(self.min_tokens, len(tokens) + 1, self.step):
+            digest.update("\0".join(tokens[at:end]).encode() + b"\0")
+            keys.append(digest.copy().digest())
+            at = end
+        with self._lock:
+            hits = [i for i, key in enumerate(keys) if key in self._seen]
+        read = self.min_tokens + self.step * hits[-1] if hits else 0
+        return CacheLookup(read=read, keys=keys)
+
+    def _anthropic(self, request: dict[str, Any]) -> CacheLookup:
+        texts = _texts(request)
+        marked = [i for i, (_, mark) in enumerate(texts) if mark]
+        if not marked:
+            return CacheLookup()
+        prefix = "".join(text for text, _ in texts[: marked[-1] + 1])
+        tokens = count_tokens(prefix)
+        if tokens < self.min_tokens:
+            return CacheLookup()  # too short to cache: no error, nothing written
+        digest = self._digest("anthropic", request)
+        digest.update(prefix.encode())
+        key = digest.digest()
+        with self._lock:
+            seen = key in self._seen
+        return CacheLookup(read=tokens, keys=[]) if seen else CacheLookup(write=tokens, keys=[key])
+
+
 def refusal(content: str = "I'm sorry, but I can't help with grading this response.") -> Behaviour:
     """A completed reply in which the model declines."""
     return Behaviour(content=content)
@@ -167,6 +265,7 @@ class JudgeServer:
         self.loop_factory = loop_factory
         self.default = default or ok()
         self.requests: list[dict[str, Any]] = []
+        self.prefix_cache = PrefixCache()
         self._queue: deque[Behaviour] = deque()
         self._batch_plans: deque[BatchPlan] = deque()
         self.batch_lines: list[dict[str, Any]] = []
@@ -239,6 +338,15 @@ class JudgeServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def cache_min_tokens(self) -> int:
+        """The shortest prefix the emulated prompt caches hold (PrefixCache.min_tokens)."""
+        return self.prefix_cache.min_tokens
+
+    @cache_min_tokens.setter
+    def cache_min_tokens(self, value: int) -> None:
+        self.prefix_cache.min_tokens = value
+
     # -- scripting ----------------------------------------------------------------------
 
     def script(self, *behaviours: Behaviour) -> None:
@@ -303,20 +411,31 @@ class JudgeServer:
         safe = {k: v for k, v in headers.items() if k not in SECRET_HEADERS}
         record = {"path": path, "json": body, "headers": safe, "t": time.monotonic()}
         behaviour = self._next(record)
+        flavour = (
+            "openai"
+            if path.endswith("/chat/completions")
+            else "anthropic"
+            if path.endswith("/messages")
+            else None
+        )
+        # The cache is looked up on arrival, for a request that will be answered.
+        cached = (
+            self.prefix_cache.lookup(flavour, body)
+            if flavour and behaviour.kind == "ok" and isinstance(body, dict)
+            else CacheLookup()
+        )
 
         def reply() -> tuple[int, dict[str, Any], dict[str, str]]:
-            if path.endswith("/chat/completions"):
-                flavour = "openai"
-            elif path.endswith("/messages"):
-                flavour = "anthropic"
-            else:
+            if flavour is None:
                 return 404, {"error": {"type": "not_found", "message": path}}, {}
             if behaviour.kind == "status":
                 extra = dict(behaviour.headers)
                 if behaviour.retry_after is not None:
                     extra["Retry-After"] = str(behaviour.retry_after)
                 return behaviour.status_code, _error_body(flavour, behaviour), extra
-            return 200, _reply_body(flavour, body, behaviour), dict(behaviour.headers)
+            if self.prefix_cache.ready == "reply":
+                self.prefix_cache.remember(cached)
+            return 200, _reply_body(flavour, body, behaviour, cached), dict(behaviour.headers)
 
         return self.latency + behaviour.delay, reply, record
 
@@ -473,15 +592,17 @@ def _error_body(flavour: str, b: Behaviour) -> dict[str, Any]:
     return {"error": {"message": b.content, "type": kind, "param": None, "code": None}}
 
 
-def _reply_body(flavour: str, request: dict[str, Any], b: Behaviour) -> dict[str, Any]:
+def _reply_body(
+    flavour: str, request: dict[str, Any], b: Behaviour, cached: CacheLookup
+) -> dict[str, Any]:
     model = request.get("model") or "judge-model"
     tokens_in, tokens_out = prompt_tokens(request), count_tokens(b.content)
     if flavour == "anthropic":
-        usage = {
-            "input_tokens": tokens_in,
+        usage = {  # Anthropic's input_tokens leaves out the cache reads and writes
+            "input_tokens": tokens_in - cached.read - cached.write,
             "output_tokens": tokens_out,
-            "cache_read_input_tokens": 0,
-            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": cached.read,
+            "cache_creation_input_tokens": cached.write,
         }
         return {
             "id": "msg_loopback",
@@ -512,7 +633,7 @@ def _reply_body(flavour: str, request: dict[str, Any], b: Behaviour) -> dict[str
                     "prompt_tokens": tokens_in,
                     "completion_tokens": tokens_out,
                     "total_tokens": tokens_in + tokens_out,
-                    "prompt_tokens_details": {"cached_tokens": 0},
+                    "prompt_tokens_details": {"cached_tokens": cached.read},
                 }
             }
             if b.report_usage

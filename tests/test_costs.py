@@ -44,6 +44,27 @@ def test_cost_by_hand():
     )
 
 
+def test_anthropic_cache_writes_cost_a_quarter_more_than_input_and_reads_the_cached_price():
+    # Anthropic-like prices per million: input 3.00, cache read 0.30, output 15.00.
+    prices = Prices(Decimal("3.00"), Decimal("0.30"), Decimal("15.00"), "USD")
+    # 10,000 input of which 6,000 written to the cache and 0 read, 200 out:
+    # 4,000 x 3 + 6,000 x 3.75 (1.25 x 3) + 200 x 15 = 12,000 + 22,500 + 3,000 = 37,500 / 1e6
+    first = tokens_cost(
+        prices, input_tokens=10_000, cached_tokens=0, cache_write_tokens=6_000, output_tokens=200
+    )
+    assert first == Decimal("0.0375")
+    # The same prompt again: 6,000 read at 0.30 = 1,800; 4,000 x 3 = 12,000; out 3,000
+    again = tokens_cost(prices, input_tokens=10_000, cached_tokens=6_000, output_tokens=200)
+    assert again == Decimal("0.0168")
+    with pytest.raises(ValueError, match="cache writes 6"):
+        tokens_cost(prices, input_tokens=10, cached_tokens=5, cache_write_tokens=6, output_tokens=0)
+    # A cache write needs the input price only.
+    no_cached = Prices(Decimal("3.00"), None, None, "USD")
+    assert tokens_cost(
+        no_cached, input_tokens=100, cached_tokens=0, cache_write_tokens=100, output_tokens=0
+    ) == Decimal("0.000375")
+
+
 def test_an_empty_price_makes_the_cost_unknown_only_when_it_is_needed():
     no_cached = Prices(Decimal("3"), None, Decimal("15"), "GBP")
     assert tokens_cost(no_cached, input_tokens=100, cached_tokens=0, output_tokens=10) == Decimal(
@@ -115,6 +136,7 @@ def test_cost_per_judge_and_in_total(ledger):
         "unknown_usage": 0,
         "input_tokens": 4000,
         "cached_tokens": 2000,
+        "cache_write_tokens": 0,
         "output_tokens": 100,
         "cost": "0.008500",
     }

@@ -120,7 +120,7 @@ def test_good_json_grade(sdk: str, judge_server: JudgeServer, secret_env: str, m
     sent = judge_server.requests[0]
     assert sent["json"]["model"] == "m"
     assert sent["json"]["max_tokens"] == 300
-    assert "1100 mm" in sent["json"]["messages"][0]["content"]
+    assert "1100 mm" in loopback.request_text(sent["json"])
     if sdk == "openai":
         assert sent["json"]["response_format"] == {"type": "json_object"}
     else:

@@ -45,6 +45,7 @@ from scoring.judges.figures import extract_figures, extract_locators
 from scoring.judges.prompts import RELEASED_SHA256, template_sha256
 from scoring.judges.reference import scale_levels
 from scoring.judges.retry import RetryPolicy, parse_retry_after, redact
+from tests.judge_server import request_text
 
 SCALE = [0, 1, 2]
 TEN = list(range(1, 11))
@@ -682,7 +683,7 @@ def test_sdk_backend_grades_and_sends_the_key_from_the_environment(
     sent = server.requests[0]
     auth = sent["headers"].get("authorization") or sent["headers"].get("x-api-key")
     assert secret_env in auth
-    prompt = sent["body"]["messages"][0]["content"]
+    prompt = request_text(sent["body"])  # Anthropic's: two text blocks, the prefix marked
     assert GUARD_Q in prompt and "At least 1100 mm." in prompt
     assert sent["body"]["max_tokens"] == 300 and sleeps == []
 

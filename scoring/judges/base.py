@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .prompts import RELEASED_SHA256
 from .retry import DEFAULT_BASE_DELAY, DEFAULT_MAX_DELAY, DEFAULT_MAX_RETRIES
 from .types import AuditInput, AuditResult, GradeResult, GradingInput, JudgeConfigError
 
@@ -31,6 +32,7 @@ CONFIG_KEYS = frozenset(
         "json_mode",
         "concurrency",
         "rpm",
+        "prompt_version",
     }
 )
 
@@ -43,6 +45,9 @@ class JudgeConfig:
     current SDK no longer takes it as a typed parameter); openai defaults to 0.
     max_tokens_param: "max_tokens" or "max_completion_tokens" (newer OpenAI models).
     concurrency / rpm: limits for `limiter_for` (None = unlimited); backends ignore them.
+    prompt_version: the released template the model backends render (e.g. "judge-v2"; a
+    key of scoring.judges.prompts.RELEASED_SHA256); None = the role's default
+    (JUDGE_PROMPT_VERSION / AUDITOR_PROMPT_VERSION). The reference judge ignores it.
     """
 
     backend: str
@@ -60,6 +65,7 @@ class JudgeConfig:
     json_mode: bool = True
     concurrency: int | None = None
     rpm: int | None = None
+    prompt_version: str | None = None
 
     @classmethod
     def from_dict(cls, config: Mapping[str, Any]) -> JudgeConfig:
@@ -134,6 +140,14 @@ class JudgeConfig:
         if not isinstance(json_mode, bool):
             raise JudgeConfigError("json_mode must be true or false")
         values["json_mode"] = json_mode
+
+        version = config.get("prompt_version")
+        if version is not None and version not in RELEASED_SHA256:
+            raise JudgeConfigError(
+                f"prompt_version must be a released prompt ({', '.join(sorted(RELEASED_SHA256))}),"
+                f" got {version!r}"
+            )
+        values["prompt_version"] = version
         return cls(**values)
 
 

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .llm import AnthropicBackend, ChatBackend, Completion, OpenAIBackend
-from .prompts import render_judge_prompt
 from .types import GradingInput, JudgeConfigError, JudgeUnavailable
 
 # A vendor batch older than this before its JudgeBatch row was written cannot be that row's
@@ -88,8 +87,10 @@ class BatchAPI(ABC):
         self.backend = backend
 
     def prompt(self, inp: GradingInput) -> str:
-        """Return the judge prompt of one pair: the live path's (render_judge_prompt)."""
-        return render_judge_prompt(inp)
+        """Return the judge prompt of one pair: the live path's (ChatBackend.judge_prompt: the
+        judge's own template, with the prefix a question's responses share marked for the
+        vendor's prompt cache by the request builders)."""
+        return self.backend.judge_prompt(inp)
 
     def grade(self, result: BatchResult, scale: list[int]) -> Any:
         """Return the GradeResult of a succeeded result: the live path's parse

@@ -26,6 +26,8 @@ from .parsing import is_truncated, parse_grade, parse_verdict
 from .prompts import (
     AUDITOR_PROMPT_VERSION,
     JUDGE_PROMPT_VERSION,
+    JudgePrompt,
+    check_version,
     render_auditor_prompt,
     render_judge_prompt,
 )
@@ -143,12 +145,27 @@ class ChatBackend(JudgeBackend):
                     self._http_client = factory()
         return self._http_client
 
+    def prompt_version(self, role: str) -> str:
+        """Return the template this backend renders for `role` ("judge" or "auditor"): its
+        config's prompt_version, or the role's default. Raises JudgeConfigError when the
+        configured version is another role's template."""
+        default = JUDGE_PROMPT_VERSION if role == "judge" else AUDITOR_PROMPT_VERSION
+        try:
+            return check_version(self.config.prompt_version or default, role)
+        except ValueError as exc:
+            raise JudgeConfigError(str(exc)) from None
+
+    def judge_prompt(self, inp: GradingInput) -> JudgePrompt:
+        """Return the prompt this backend sends to grade `inp` (scoring.judges.prompts
+        .JudgePrompt: the text, with the prefix shared by a question's responses and the
+        per-response suffix). Batch and live requests are built from it alike."""
+        return render_judge_prompt(inp, self.prompt_version("judge"))
+
     def grade(self, inp: GradingInput) -> GradeResult:
         """Return the model's grade; grade None with parse_error when its reply is unusable."""
-        return self.grade_result(self._complete_with_budget(render_judge_prompt(inp)), inp.scale)
+        return self.grade_result(self._complete_with_budget(self.judge_prompt(inp)), inp.scale)
 
-    @staticmethod
-    def grade_result(reply: Completion, scale: list[int]) -> GradeResult:
+    def grade_result(self, reply: Completion, scale: list[int]) -> GradeResult:
         """Return the GradeResult of one judge reply on the grade `scale` (parse_grade): the
         one reading of a reply, live or from a vendor batch (scoring.judges.batch)."""
         grade, fields, error = parse_grade(reply.text, scale, stop_reason=reply.stop_reason)
@@ -159,7 +176,7 @@ class ChatBackend(JudgeBackend):
             flag_reason=fields["flag_reason"],
             raw_output=reply.text,
             stop_reason=reply.stop_reason,
-            prompt_version=JUDGE_PROMPT_VERSION,
+            prompt_version=self.prompt_version("judge"),
             parse_error=error,
             usage=reply.usage,
         )
@@ -173,19 +190,20 @@ class ChatBackend(JudgeBackend):
         """
         state = self._async_state()
         async with state.local_slots:
-            reply = await self._acomplete_with_budget(render_judge_prompt(inp), state)
+            reply = await self._acomplete_with_budget(self.judge_prompt(inp), state)
         return self.grade_result(reply, inp.scale)
 
     def audit(self, inp: AuditInput) -> AuditResult:
         """Return the model's verdict; verdict None with parse_error when its reply is unusable."""
-        reply = self._complete_with_budget(render_auditor_prompt(inp))
+        version = self.prompt_version("auditor")
+        reply = self._complete_with_budget(render_auditor_prompt(inp, version))
         verdict, fields, error = parse_verdict(reply.text, stop_reason=reply.stop_reason)
         return AuditResult(
             verdict=verdict,  # type: ignore[arg-type]
             rationale=fields["rationale"],
             raw_output=reply.text,
             stop_reason=reply.stop_reason,
-            prompt_version=AUDITOR_PROMPT_VERSION,
+            prompt_version=version,
             parse_error=error,
             usage=reply.usage,
         )
@@ -442,9 +460,15 @@ class OpenAIBackend(ChatBackend):
         )
 
     def _body(self, prompt: str, max_tokens: int) -> dict[str, Any]:
+        """Return the Chat Completions request body for `prompt` (a str, or a JudgePrompt).
+
+        OpenAI caches prompt prefixes of 1,024 tokens or more by itself, with no marker: the
+        prompt goes as one message whose text begins with the JudgePrompt's shared prefix,
+        byte for byte, so a question's responses share their cacheable part.
+        """
         kwargs: dict[str, Any] = {
             "model": self.config.model,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": [{"role": "user", "content": str(prompt)}],
             self.config.max_tokens_param: max_tokens,
         }
         if self.config.temperature is not None:
@@ -534,13 +558,31 @@ class AnthropicBackend(ChatBackend):
         return anthropic.Anthropic(**kwargs)
 
     def _request(self, prompt: str, max_tokens: int) -> dict[str, Any]:
+        """Return the messages.create arguments for `prompt` (a str, or a JudgePrompt).
+
+        A JudgePrompt with a prefix is sent as two text blocks, the prefix marked
+        `cache_control: {"type": "ephemeral"}` (Anthropic's 5-minute prompt cache): the
+        first call of a question writes the prefix to the cache (cache_creation_input_tokens,
+        billed at 1.25x the input price), later calls within 5 minutes read it
+        (cache_read_input_tokens, ~0.1x). Anthropic caches only prefixes of at least a
+        minimum length (1,024 tokens for Sonnet and Opus, 2,048 for Haiku, per model in its
+        documentation); a shorter marked prefix is simply not cached: no error, no write,
+        both cache counts 0. The model reads the blocks as one text, the same as a str.
+        """
         extra_body = {}
         if self.config.temperature is not None:
             extra_body["temperature"] = self.config.temperature
+        content: Any = str(prompt)
+        if isinstance(prompt, JudgePrompt) and prompt.prefix:
+            content = [
+                {"type": "text", "text": prompt.prefix, "cache_control": {"type": "ephemeral"}}
+            ]
+            if prompt.suffix:  # the API refuses an empty text block
+                content.append({"type": "text", "text": prompt.suffix})
         return {
             "model": self.config.model,
             "max_tokens": max_tokens,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": [{"role": "user", "content": content}],
             "extra_body": extra_body or None,
         }
 

@@ -15,6 +15,8 @@ from scoring.models import Judge
 from scoring.services.work import WorkItem
 
 _REDIS_CLIENT: Any = None
+# A Judge.prompt_version beginning so names a template of scoring/prompts/ to send.
+PROMPT_TEMPLATE_PREFIXES = ("judge-", "auditor-")
 
 
 def redis_client() -> Any | None:
@@ -37,10 +39,20 @@ def judge_backend_config(judge: Judge) -> dict[str, Any]:
     The row's backend, model, base_url and api_key_env (the NAME of the variable) plus the
     backend_settings keys the judges package knows (temperature, max_tokens, strictness,
     concurrency, rpm, ...); unknown keys are dropped here rather than failing every pair.
+
+    The template sent follows the row's prompt_version, the version its grades are stored
+    under (one source: a prompt_version in backend_settings is dropped): a row whose
+    prompt_version names a template ("judge-v2", "auditor-v1"; see PROMPT_TEMPLATE_PREFIXES)
+    gets that template, and an unreleased one is refused (JudgeConfigError from
+    JudgeConfig.from_dict); any other label ("v1", as bundles give it) gets the role's
+    default template, as before issue 20.
     """
     from scoring.judges import CONFIG_KEYS
 
     config = {k: v for k, v in (judge.backend_settings or {}).items() if k in CONFIG_KEYS}
+    config.pop("prompt_version", None)
+    if judge.prompt_version.startswith(PROMPT_TEMPLATE_PREFIXES):
+        config["prompt_version"] = judge.prompt_version
     config["backend"] = judge.backend
     if judge.backend == "reference" and "strictness" not in config:
         # A bundle names the reference variant in `model` ("reference-strict"); bundles

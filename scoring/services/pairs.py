@@ -60,7 +60,13 @@ def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> lis
     times (scoring.retries.asks_left; issue 17). Five queries whatever the size: edition
     tree, entries, scored questions, responses, grades, plus the ledger's answered calls of
     the null grades when there are any.
-    Sorted by response then judge, so chunks give every judge work.
+
+    Sorted question-major (issue 20): by key entry (one per question), then judge, then
+    response, so the calls of one judge for one question's responses are adjacent in the
+    run's items (pending_pairs keeps this order) and in its chunks; their prompts share
+    one prefix (scoring.judges.prompts.JudgePrompt), which the vendor's prompt cache then
+    holds warm from the first call to the last. A chunk of 500 pairs still gives every
+    judge work (a question has ~18 responses per judge).
     """
     judges, _ = graders_for(judges)
     if not judges:
@@ -90,15 +96,18 @@ def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> lis
         for r, j, e, v, g in stored
         if not asks_left(g is None, answered.get((r, j, e, v), 0), retries)
     }
-    needed: list[Pair] = []
-    for response_id, question_id in sorted(responses):
+    by_entry: dict[int, list[int]] = {}
+    for response_id, question_id in responses:
         entry_id = entry_of.get(question_id)
-        if entry_id is None:
-            continue
-        for judge_id in sorted(version):
-            if (response_id, judge_id, entry_id) not in have:
-                needed.append((response_id, judge_id, entry_id))
-    return needed
+        if entry_id is not None:
+            by_entry.setdefault(entry_id, []).append(response_id)
+    return [
+        (response_id, judge_id, entry_id)
+        for entry_id in sorted(by_entry)
+        for judge_id in sorted(version)
+        for response_id in sorted(by_entry[entry_id])
+        if (response_id, judge_id, entry_id) not in have
+    ]
 
 
 def audit_needed_pairs(*, edition: KeyEdition, auditors: Sequence[Judge]) -> list[Pair]:
