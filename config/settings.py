@@ -70,6 +70,11 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it turns a lock-out into the response below.
     "axes.middleware.AxesMiddleware",
 ]
+# Server-Timing header (wall, CPU and SQL of each request; config.middleware) for
+# bench/bench_load.py; first, so it covers every other middleware. Off by default.
+SNAGLIST_SERVER_TIMING = flag("SNAGLIST_SERVER_TIMING", default=False)
+if SNAGLIST_SERVER_TIMING:
+    MIDDLEWARE.insert(0, "config.middleware.ServerTimingMiddleware")
 
 # Content-Security-Policy of every response (config.middleware). Scripts only from this
 # site's static files: no inline <script>, no on*= attribute, no eval (htmx runs with
