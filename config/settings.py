@@ -217,6 +217,10 @@ if REDIS_URL:
             "KEY_PREFIX": env.str("SNAGLIST_CACHE_PREFIX", default="snaglist"),
         }
     }
+    # A signed-in page reads its session from Redis, not PostgreSQL; writes still go to the
+    # database (issue 18, load). Only with a shared cache: a per-process cache would keep a
+    # signed-out session alive in the other workers.
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

@@ -266,6 +266,21 @@ def neighbour_item_ids(item: ReviewItem, filters: QueueFilters | None = None) ->
 # ------------------------------------------------------------------ the review page
 
 
+@dataclass(frozen=True)
+class GradeCell:
+    """One judge's grade of one response as the review page shows it (no filters per cell).
+
+    `css`: review_tags.grade_class of the grade; `flag`: the flag reason, "" when not
+    flagged; `rationale`: the judge's reason, "" when none.
+    """
+
+    judge: str
+    grade: int | None
+    css: str
+    flag: str
+    rationale: str
+
+
 @dataclass
 class ModelRow:
     model_id: str
@@ -275,6 +290,10 @@ class ModelRow:
     flags: dict[str, str] = field(default_factory=dict)
     # each judge's rationale for its grade (issue 18 item 2), in judge order; "" if none
     rationales: dict[str, str] = field(default_factory=dict)
+    # filled by model_rows: one GradeCell per judge (judge order) and the response cut to
+    # 90 characters (Django's truncatechars), so the page's table runs no filter per cell
+    cells: list[GradeCell] = field(default_factory=list)
+    summary: str = ""
 
     @property
     def agreed(self) -> int | None:
@@ -316,7 +335,7 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     the function triage's citation checks use too).
     """
     from questions.passages import locate_quote
-    from questions.selectors import section_for_locator
+    from questions.selectors import match_locator
     from questions.sources import locator_sort_key, nearest_locators
 
     if entry is None or not entry.has_citation:
@@ -324,57 +343,53 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     document = entry.citation_document
     if document is None:
         return Passage(document_known=False)
-    section = (
-        section_for_locator(document, entry.citation_locator) if entry.citation_locator else None
-    )
-    if section is None:
-        available = list(
-            Section.objects.filter(document=document)
-            .order_by("position", "id")
-            .values_list("locator", flat=True)
-        )
+    # Two queries (issue 18, load): the document's locators, then the texts of the cited
+    # passage and its neighbours; the other passages' texts only when the quote is not in
+    # the cited one. The section is questions.selectors.section_for_locator's.
+    sections = Section.objects.filter(document=document).order_by("position", "id")
+    index = list(sections.values_list("id", "locator", "position"))
+    locators = [row[1] for row in index]
+    found = match_locator(locators, entry.citation_locator) if entry.citation_locator else None
+    if found is None:
         return Passage(
             document=document,
-            nearest=nearest_locators(entry.citation_locator or "", available),
-            indexed=bool(available),
+            nearest=nearest_locators(entry.citation_locator or "", locators),
+            indexed=bool(locators),
         )
-    passage = Passage(document=document, section=section, before=section.text)
-    if entry.citation_quote:
-        others = (
-            Section.objects.filter(document=document)
-            .exclude(pk=section.pk)
-            .order_by("position", "id")
-            .values_list("locator", "text")
-        )
-        found = locate_quote(entry.citation_quote, section.text, others.iterator())
-        passage.quote_elsewhere = found.elsewhere
-        if found.span:
-            start, end = found.span
-            passage.before = section.text[:start]
-            passage.quote = section.text[start:end]
-            passage.after = section.text[end:]
-            passage.quote_found = True
+    section_id = index[locators.index(found)][0]
     # Neighbours in reading order (questions.sources.locator_sort_key: 3.59, 3.60, 3.61),
     # not file order; their text is shown in place on the page.
-    order = sorted(
-        Section.objects.filter(document=document).values_list("id", "locator", "position"),
-        key=lambda row: (locator_sort_key(row[1]), row[2], row[0]),
-    )
-    at = next(i for i, row in enumerate(order) if row[0] == section.pk)
+    order = sorted(index, key=lambda row: (locator_sort_key(row[1]), row[2], row[0]))
+    at = next(i for i, row in enumerate(order) if row[0] == section_id)
     wanted = {
         "previous": order[at - 1][0] if at > 0 else None,
         "next": order[at + 1][0] if at + 1 < len(order) else None,
     }
-    texts = Section.objects.in_bulk([pk for pk in wanted.values() if pk is not None])
+    texts = Section.objects.order_by().in_bulk(
+        [pk for pk in (section_id, *wanted.values()) if pk is not None]
+    )
+    section = texts[section_id]
+    passage = Passage(document=document, section=section, before=section.text)
+    if entry.citation_quote:
+        others = sections.exclude(pk=section.pk).values_list("locator", "text")
+        found_quote = locate_quote(entry.citation_quote, section.text, others)
+        passage.quote_elsewhere = found_quote.elsewhere
+        if found_quote.span:
+            start, end = found_quote.span
+            passage.before = section.text[:start]
+            passage.quote = section.text[start:end]
+            passage.after = section.text[end:]
+            passage.quote_found = True
     passage.previous = texts.get(wanted["previous"])
     passage.next = texts.get(wanted["next"])
     return passage
 
 
 def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], list[ModelRow]]:
-    """Return (judge ids, one row per response with each judge's grade on `entry`) in two queries.
+    """Return (judge ids, one row per response with each judge's grade on `entry`).
 
-    Each row carries the judges' grades, flag reasons and rationales keyed by judge id.
+    Three queries (judges, responses, grades). Each row carries the judges' grades, flag
+    reasons and rationales keyed by judge id, and the same as `cells` in judge order.
     """
     judges = list(
         Judge.objects.filter(benchmark_id=question.benchmark_id, role=Judge.Role.JUDGE)
@@ -403,8 +418,17 @@ def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], l
             row.rationales[judge_id] = rationale
             if flag:
                 row.flags[judge_id] = flag_reason or "flagged"
+    from django.utils.text import Truncator
+
+    from review.templatetags.review_tags import grade_class
+
     for row in rows.values():
         row.grades = {j: row.grades.get(j) for j in judges}
+        row.cells = [
+            GradeCell(j, g, grade_class(g), row.flags.get(j, ""), row.rationales.get(j) or "")
+            for j, g in row.grades.items()
+        ]
+        row.summary = Truncator(row.response).chars(90)
     return judges, list(rows.values())
 
 
