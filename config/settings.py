@@ -133,6 +133,12 @@ DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
 }
 DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
+# Keep a worker's database connection across requests (seconds; 0 closes it after each
+# request): a new PostgreSQL connection per page cost a backend fork, authentication and
+# a few ms of both cores (issue 18, load). The health check drops a connection the server
+# closed (a restart) before a request uses it.
+DATABASES["default"].setdefault("CONN_MAX_AGE", number("DJANGO_CONN_MAX_AGE", int, 300, minimum=0))
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Several writers (web + eager tasks) share one file: wait rather than fail.
     DATABASES["default"].setdefault("OPTIONS", {})

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
@@ -38,12 +39,15 @@ def entry_for_question(question: Question, edition: KeyEdition | None) -> KeyEnt
     """Return the question's effective key entry in `edition`, or None (two queries).
 
     `questions.selectors.key_entries_for_edition` for one question; None when `edition` is
-    None or the question is not keyed in it.
+    None or the question is not keyed in it. The entry comes with its citation document,
+    edition and audit exclusion (`entry.exclusion`; absent when not excluded) read.
     """
     if edition is None:
         return None
     return key_entries_for_edition(
-        edition, question_ids=[question.pk], select_related=("citation_document", "edition")
+        edition,
+        question_ids=[question.pk],
+        select_related=("citation_document", "edition", "exclusion"),
     ).get(question.pk)
 
 
@@ -157,6 +161,22 @@ def _citation_labels_by_question(benchmark_id: int, question_ids: list[int]) -> 
     return labels
 
 
+def truncate_chars(text: str, length: int) -> str:
+    """Return Django's `truncatechars` of `text` (Truncator.chars), skipping it when short.
+
+    A text of at most `length` characters already in NFC comes back unchanged from
+    Truncator, so it is returned as it is: the queue and the review page cut dozens of
+    texts per page, most of them short.
+    """
+    import unicodedata
+
+    from django.utils.text import Truncator
+
+    if len(text) <= length and unicodedata.is_normalized("NFC", text):
+        return text
+    return Truncator(text).chars(length)
+
+
 _STATUS_LABELS = dict(ReviewItem.Status.choices)
 _SOURCE_LABELS = dict(Source.choices)
 
@@ -169,7 +189,6 @@ def queue_rows(values: list[dict], *, now, can_claim: bool) -> list[dict]:
     expired, claimable, priority, reasons (the evidence in words, review.priority).
     """
     from django.urls import reverse
-    from django.utils.text import Truncator
 
     from review.templatetags.review_tags import status_badge
 
@@ -195,7 +214,7 @@ def queue_rows(values: list[dict], *, now, can_claim: bool) -> list[dict]:
                 "url": item_url.format(v["id"]),
                 "claim_url": claim_url.format(v["id"]),
                 "qid": v["qid"],
-                "text": Truncator(v["qtext"]).chars(110),
+                "text": truncate_chars(v["qtext"], 110),
                 "sources": [_SOURCE_LABELS.get(s, s) for s in v["sources"] or ()],
                 "reasons": v.get("reasons") or "",
                 "citation": labels.get((v["benchmark_id"], v["question_id"])) or "—",
@@ -254,12 +273,21 @@ def filter_choices() -> dict[str, Any]:
 
 
 def neighbour_item_ids(item: ReviewItem, filters: QueueFilters | None = None) -> tuple:
-    """Return (previous id, next id) of `item` in the queue order (two queries)."""
+    """Return (previous id, next id) of `item` in the queue order (one query; two on SQLite)."""
     qs = queue_items(filters or QueueFilters(benchmark=item.benchmark.name)).exclude(pk=item.pk)
-    after = qs.filter(Q(priority__lt=item.priority) | Q(priority=item.priority, id__gt=item.id))
-    before = qs.filter(Q(priority__gt=item.priority) | Q(priority=item.priority, id__lt=item.id))
-    nxt = after.values_list("id", flat=True).first()
-    prev = before.order_by("priority", "-id").values_list("id", flat=True).first()
+    is_after = Q(priority__lt=item.priority) | Q(priority=item.priority, id__gt=item.id)
+    is_before = Q(priority__gt=item.priority) | Q(priority=item.priority, id__lt=item.id)
+    after = qs.filter(is_after).values_list("id", "priority")[:1]
+    before = qs.filter(is_before).order_by("priority", "-id").values_list("id", "priority")[:1]
+    if not connection.features.supports_slicing_ordering_in_compound:  # SQLite
+        nxt, prev = next(iter(after), None), next(iter(before), None)
+        return (prev[0] if prev else None), (nxt[0] if nxt else None)
+    prev = nxt = None
+    for pk, priority in after.union(before, all=True):  # one query, not two
+        if priority < item.priority or (priority == item.priority and pk > item.id):
+            nxt = pk
+        else:
+            prev = pk
     return prev, nxt
 
 
@@ -418,8 +446,6 @@ def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], l
             row.rationales[judge_id] = rationale
             if flag:
                 row.flags[judge_id] = flag_reason or "flagged"
-    from django.utils.text import Truncator
-
     from review.templatetags.review_tags import grade_class
 
     for row in rows.values():
@@ -428,7 +454,7 @@ def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], l
             GradeCell(j, g, grade_class(g), row.flags.get(j, ""), row.rationales.get(j) or "")
             for j, g in row.grades.items()
         ]
-        row.summary = Truncator(row.response).chars(90)
+        row.summary = truncate_chars(row.response, 90)
     return judges, list(rows.values())
 
 

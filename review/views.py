@@ -14,12 +14,13 @@ from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.backends.utils import csrf_input
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from core.actions import Action
-from questions.models import AuditExclusion, Benchmark, Question
+from questions.models import Benchmark, Question
 from review import permissions, selectors, services
 from review.errors import (
     ConflictError,
@@ -84,6 +85,8 @@ def queue(request: HttpRequest) -> HttpResponse:
         "sources": Source.choices,
         "query": query_without_page(request),
         "can_claim": can_claim,
+        # one CSRF field for every row's Claim form, not a {% csrf_token %} per row
+        "csrf_field": csrf_input(request),
     }
     partial = request.htmx and not request.htmx.history_restore_request
     if partial:
@@ -147,7 +150,7 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         "question": item.question,
         "edition": edition,
         "entry": entry,
-        "exclusion": AuditExclusion.objects.filter(key_entry=entry).first() if entry else None,
+        "exclusion": getattr(entry, "exclusion", None),  # read with the entry
         "passage": selectors.passage_for_entry(entry),
         "verdicts": selectors.audit_verdicts(entry),
         "judges": judges,
