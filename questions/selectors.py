@@ -76,12 +76,34 @@ def edition_ancestry_ids(edition: KeyEdition) -> list[int]:
     parents = dict(
         KeyEdition.objects.filter(benchmark_id=edition.benchmark_id).values_list("id", "parent_id")
     )
+    return _ancestry(edition.pk, parents)
+
+
+def _ancestry(start: int, parents: Mapping[int, int | None]) -> list[int]:
+    """Return [start, its parent, ...] from {edition id: parent id} (a cycle stops it)."""
     chain: list[int] = []
-    node: int | None = edition.pk
+    node: int | None = start
     while node is not None and node not in chain:
         chain.append(node)
         node = parents.get(node)
     return chain
+
+
+def working_edition_and_chain(benchmark: Benchmark | int) -> tuple[KeyEdition | None, list[int]]:
+    """Return (`latest_published_edition`, its `edition_ancestry_ids`) in one query.
+
+    Both read from the benchmark's editions at once (a handful of rows) for pages that
+    need the two (issue 18, load). The latest is the one with the latest `published_at`,
+    then the highest id, as `latest_published_edition` orders them: a published edition
+    always has `published_at` (constraint `edition_published_has_time`).
+    (None, []) when nothing is published.
+    """
+    editions = list(KeyEdition.objects.filter(benchmark=benchmark).order_by())
+    published = [e for e in editions if e.status == KeyEdition.Status.PUBLISHED]
+    if not published:
+        return None, []
+    latest = max(published, key=lambda e: (e.published_at, e.pk))
+    return latest, _ancestry(latest.pk, {e.pk: e.parent_id for e in editions})
 
 
 def edition_chain(edition: KeyEdition) -> list[KeyEdition]:

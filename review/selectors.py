@@ -22,6 +22,7 @@ from questions.selectors import (
     key_entries_for_edition,
     latest_published_edition,
     scored_entries,
+    working_edition_and_chain,
 )
 from review.filters import FALSE_VALUES, TRUE_VALUES, QueueFilters
 from review.models import CitationCheck, Evidence, Proposal, ReviewItem, Source
@@ -35,12 +36,15 @@ def working_edition(benchmark: Benchmark) -> KeyEdition | None:
     return latest_published_edition(benchmark)
 
 
-def entry_for_question(question: Question, edition: KeyEdition | None) -> KeyEntry | None:
+def entry_for_question(
+    question: Question, edition: KeyEdition | None, *, chain: list[int] | None = None
+) -> KeyEntry | None:
     """Return the question's effective key entry in `edition`, or None (two queries).
 
-    `questions.selectors.key_entries_for_edition` for one question; None when `edition` is
-    None or the question is not keyed in it. The entry comes with its citation document,
-    edition and audit exclusion (`entry.exclusion`; absent when not excluded) read.
+    `questions.selectors.key_entries_for_edition` for one question (one query when the
+    caller passes the edition's `chain` of ancestry ids); None when `edition` is None or
+    the question is not keyed in it. The entry comes with its citation document, edition
+    and audit exclusion (`entry.exclusion`; absent when not excluded) read.
     """
     if edition is None:
         return None
@@ -48,6 +52,7 @@ def entry_for_question(question: Question, edition: KeyEdition | None) -> KeyEnt
         edition,
         question_ids=[question.pk],
         select_related=("citation_document", "edition", "exclusion"),
+        chain=chain,
     ).get(question.pk)
 
 
@@ -135,13 +140,14 @@ def _citation_labels_by_question(benchmark_id: int, question_ids: list[int]) -> 
     """Return {question id: citation label} of the working edition's effective entries.
 
     Same result as `working_edition` + `entry_for_question` + `KeyEntry.citation_label`,
-    read as value rows: three queries (the working edition, its tree, the entries).
+    read as value rows: two queries (the editions, the entries).
     """
-    working = latest_published_edition(benchmark_id)
+    working, chain = working_edition_and_chain(benchmark_id)
     if working is None:
         return {}
     entries = key_entries_for_edition(
         working,
+        chain=chain,
         question_ids=question_ids,
         fields=(
             "has_citation",

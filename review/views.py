@@ -116,8 +116,8 @@ def queue_next(request: HttpRequest) -> HttpResponse:
 
 
 def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
-    edition = selectors.working_edition(item.benchmark)
-    entry = selectors.entry_for_question(item.question, edition)
+    edition, chain = selectors.working_edition_and_chain(item.benchmark_id)
+    entry = selectors.entry_for_question(item.question, edition, chain=chain)
     judges, rows = selectors.model_rows(item.question, entry)
     prev_id, next_id = selectors.neighbour_item_ids(item)
     user = request.user

@@ -41,8 +41,8 @@ def test_queue_query_count_does_not_grow(client, reviewer, django_assert_max_num
     services.review_item_claim(item=ReviewItem.objects.order_by("id")[1], user=reviewer)
     client.force_login(reviewer)
     client.get("/review/")  # the session in the cache (cached_db with Redis)
-    # 11 since the issue 18 load work (tests/test_serving_cost.py), + a database session
-    with django_assert_max_num_queries(11 + _session_queries()):
+    # 10 since the issue 18 load work (tests/test_serving_cost.py), + a database session
+    with django_assert_max_num_queries(10 + _session_queries()):
         response = client.get("/review/?benchmark=demo")
     body = response.content.decode()
     assert response.status_code == 200
@@ -144,9 +144,9 @@ def test_review_page_query_count_is_bounded(client, reviewer, django_assert_max_
     services.review_item_claim(item=item, user=reviewer)
     client.force_login(reviewer)
     client.get("/review/")
-    # 17 since the issue 18 load work (tests/test_serving_cost.py), + a database session,
+    # 16 since the issue 18 load work (tests/test_serving_cost.py), + a database session,
     # + SQLite's second neighbour query
-    with django_assert_max_num_queries(17 + _session_queries() + _sqlite()):
+    with django_assert_max_num_queries(16 + _session_queries() + _sqlite()):
         assert client.get(f"/review/items/{item.pk}/").status_code == 200
 
 

@@ -1,7 +1,7 @@
 """What the busiest pages cost to serve (issue 18, load): query bounds and the shortcuts.
 
 The bounds are the counts measured after the issue 18 load work (PostgreSQL, Redis as
-cache): queue 11, item page 17 (18 when the quote is not in the cited passage), claim-next
+cache): queue 10, item page 16 (17 when the quote is not in the cited passage), claim-next
 6 plus its savepoint pair. A database-backed session (no Redis) adds one query to each,
 SQLite one more for the item's neighbours and claim-next's candidate loop.
 """
@@ -17,11 +17,17 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils.text import Truncator
 
-from questions.models import AuditExclusion, Section
-from questions.selectors import match_locator, section_for_locator
+from questions.models import AuditExclusion, KeyEdition, Section
+from questions.selectors import (
+    edition_ancestry_ids,
+    latest_published_edition,
+    match_locator,
+    section_for_locator,
+    working_edition_and_chain,
+)
 from review import selectors, services
 from review.models import ReviewItem
-from tests.factories import ReviewItemFactory
+from tests.factories import BenchmarkFactory, KeyEditionFactory, ReviewItemFactory, publish
 from tests.review_fixtures import *  # noqa: F403
 from tests.review_fixtures import build_world
 
@@ -45,7 +51,7 @@ def _items(world, n):
 
 
 @pytest.mark.parametrize("n", [3, 40])
-def test_queue_page_costs_eleven_queries_whatever_the_rows(
+def test_queue_page_costs_ten_queries_whatever_the_rows(
     client, reviewer, django_assert_max_num_queries, n
 ):
     world = build_world(n_questions=n, n_models=2, with_grades=False, with_audits=False)
@@ -53,7 +59,7 @@ def test_queue_page_costs_eleven_queries_whatever_the_rows(
     services.review_item_claim(item=items[1], user=reviewer)
     client.force_login(reviewer)
     client.get("/review/")
-    with django_assert_max_num_queries(11 + _session_queries()):
+    with django_assert_max_num_queries(10 + _session_queries()):
         body = client.get("/review/?benchmark=demo").content.decode()
     assert f"{n} items shown" in body and "Claimed: 1" in body
     # one CSRF field, rendered once, in every row's Claim form
@@ -79,7 +85,7 @@ def test_item_page_query_count_is_fixed(
     services.review_item_claim(item=item, user=reviewer)
     client.force_login(reviewer)
     client.get(f"/review/items/{item.pk}/")
-    bound = 17 + (not quote_found) + _session_queries() + _sqlite()
+    bound = 16 + (not quote_found) + _session_queries() + _sqlite()
     with django_assert_max_num_queries(bound):
         body = client.get(f"/review/items/{item.pk}/").content.decode()
     assert body.count('class="grade grade-2"') == 2 * n_models
@@ -187,3 +193,31 @@ def test_server_timing_header_counts_the_requests_queries(client, reviewer, sett
     assert parts["db"].endswith(f'desc="{len(ctx.captured_queries)} queries"')
     wall = float(parts["app"].removeprefix("dur="))
     assert 0 < wall < 60_000 and float(parts["cpu"].removeprefix("dur=")) >= 0
+
+
+@pytest.mark.sqlite
+def test_working_edition_and_chain_is_the_latest_published_and_its_ancestry(
+    db, django_assert_num_queries
+):
+    benchmark = BenchmarkFactory(name="chain")
+    with django_assert_num_queries(1):
+        assert working_edition_and_chain(benchmark) == (None, [])
+    original = publish(KeyEditionFactory(benchmark=benchmark, name="original"))
+    second = publish(KeyEditionFactory(benchmark=benchmark, name="second", parent=original))
+    KeyEditionFactory(benchmark=benchmark, name="draft", parent=second)  # never published
+    with django_assert_num_queries(1):
+        edition, chain = working_edition_and_chain(benchmark.pk)
+    assert edition == second and chain == [second.pk, original.pk]
+    assert (edition, chain) == (latest_published_edition(benchmark), edition_ancestry_ids(second))
+    # two published at the same instant: the higher id is the later, as in
+    # latest_published_edition's order
+    other = BenchmarkFactory(name="tie")
+    when = second.published_at
+    first = KeyEditionFactory(benchmark=other, name="original")
+    first.status, first.published_at = KeyEdition.Status.PUBLISHED, when
+    first.save(update_fields=["status", "published_at"])
+    twin = KeyEditionFactory(benchmark=other, name="twin", parent=first)
+    twin.status, twin.published_at = KeyEdition.Status.PUBLISHED, when
+    twin.save(update_fields=["status", "published_at"])
+    assert working_edition_and_chain(other) == (twin, [twin.pk, first.pk])
+    assert latest_published_edition(other) == twin
