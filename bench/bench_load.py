@@ -10,7 +10,8 @@ Issue 7 item 6. Loopback only. Steps (all bounded):
 
 1. drop/recreate database snaglist_load, migrate, import the seeded full-scale bundle of
    tests/bundle_factory.py (1,001 questions, 18 models, 2 judges), triage;
-2. create 55 users in group `reviewer` (one known password) via `manage.py shell -c`;
+2. create 55 users in group `reviewer` (one known password), and one more for the probe,
+   via `manage.py shell -c`;
 3. start `gunicorn config.wsgi -w 4 -b 127.0.0.1:8099` (stopped in `finally`);
 4. log every user in through /accounts/login/ (GET for the csrftoken, POST the form),
    all of them before the timed window;
