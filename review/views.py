@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from core.actions import Action
 from questions.models import Benchmark, Question
-from review import permissions, selectors, services
+from review import permissions, queue_rows, selectors, services
 from review.errors import (
     ConflictError,
     DomainError,
@@ -67,9 +67,9 @@ def queue(request: HttpRequest) -> HttpResponse:
     """List review items by priority with filters, counts per status and pagination."""
     filters = QueueFilters.from_params(request.GET)
     counts = selectors.status_counts(filters)
-    qs = selectors.queue_row_values(selectors.queue_items(filters, user=request.user))
+    qs = queue_rows.queue_row_values(selectors.queue_items(filters, user=request.user))
     paginator = Paginator(qs, PAGE_SIZE)
-    total = selectors.page_count_from_status_counts(filters, counts)
+    total = queue_rows.page_count_from_status_counts(filters, counts)
     if total is not None:
         paginator.count = total  # the counts query already told: no COUNT(*) of its own
     page = paginator.get_page(request.GET.get("page"))
@@ -77,7 +77,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     context = {
         "filters": filters,
         "page": page,
-        "rows": selectors.queue_rows(
+        "rows": queue_rows.queue_rows(
             list(page.object_list), now=selectors.now(), can_claim=can_claim
         ),
         "counts": counts,
@@ -116,7 +116,7 @@ def queue_next(request: HttpRequest) -> HttpResponse:
 
 
 def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
-    edition, chain = selectors.working_edition_and_chain(item.benchmark_id)
+    edition, chain = selectors.working_edition_with_chain(item.benchmark_id)
     entry = selectors.entry_for_question(item.question, edition, chain=chain)
     judges, rows = selectors.model_rows(item.question, entry)
     prev_id, next_id = selectors.neighbour_item_ids(item)

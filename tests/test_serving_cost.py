@@ -25,7 +25,7 @@ from questions.selectors import (
     section_for_locator,
     working_edition_and_chain,
 )
-from review import selectors, services
+from review import queue_rows, selectors, services
 from review.models import ReviewItem
 from tests.factories import BenchmarkFactory, KeyEditionFactory, ReviewItemFactory, publish
 from tests.review_fixtures import *  # noqa: F403
@@ -165,8 +165,8 @@ def test_item_page_shows_the_exclusion_read_with_the_entry(client, reviewer):
     ],
 )
 def test_truncate_chars_is_djangos_truncatechars(text):
-    assert selectors.truncate_chars(text, 110) == Truncator(text).chars(110)
-    assert unicodedata.is_normalized("NFC", selectors.truncate_chars(text, 110))
+    assert queue_rows.truncate_chars(text, 110) == Truncator(text).chars(110)
+    assert unicodedata.is_normalized("NFC", queue_rows.truncate_chars(text, 110))
 
 
 def test_match_locator_prefers_the_exact_locator_then_the_normalised_one(db):
