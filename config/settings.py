@@ -70,6 +70,11 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it turns a lock-out into the response below.
     "axes.middleware.AxesMiddleware",
 ]
+# Server-Timing header (wall, CPU and SQL of each request; config.middleware) for
+# bench/bench_load.py; first, so it covers every other middleware. Off by default.
+SNAGLIST_SERVER_TIMING = flag("SNAGLIST_SERVER_TIMING", default=False)
+if SNAGLIST_SERVER_TIMING:
+    MIDDLEWARE.insert(0, "config.middleware.ServerTimingMiddleware")
 
 # Content-Security-Policy of every response (config.middleware). Scripts only from this
 # site's static files: no inline <script>, no on*= attribute, no eval (htmx runs with
@@ -128,6 +133,12 @@ DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
 }
 DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
+# Keep a worker's database connection across requests (seconds; 0 closes it after each
+# request): a new PostgreSQL connection per page cost a backend fork, authentication and
+# a few ms of both cores (issue 18, load). The health check drops a connection the server
+# closed (a restart) before a request uses it.
+DATABASES["default"].setdefault("CONN_MAX_AGE", number("DJANGO_CONN_MAX_AGE", int, 300, minimum=0))
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Several writers (web + eager tasks) share one file: wait rather than fail.
     DATABASES["default"].setdefault("OPTIONS", {})
@@ -217,6 +228,10 @@ if REDIS_URL:
             "KEY_PREFIX": env.str("SNAGLIST_CACHE_PREFIX", default="snaglist"),
         }
     }
+    # A signed-in page reads its session from Redis, not PostgreSQL; writes still go to the
+    # database (issue 18, load). Only with a shared cache: a per-process cache would keep a
+    # signed-out session alive in the other workers.
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

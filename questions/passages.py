@@ -21,9 +21,13 @@ __all__ = ["QuoteLocation", "keep_quoted_passages", "locate_quote"]
 _ELLIPSIS = re.compile(r"\s*(?:\.\s*\.\s*\.|\u2026|\[\s*\.\.\.\s*\])\s*")
 
 
-def _quote_parts(quote: str) -> list[str]:
-    """Split a quote at its ellipses ("...", "…", "[...]") into the non-blank parts."""
-    return [p for p in _ELLIPSIS.split(quote) if fold(p)]
+@functools.lru_cache(maxsize=1024)
+def _quote_parts(quote: str) -> tuple[str, ...]:
+    """Split a quote at its ellipses ("...", "…", "[...]") into the non-blank parts.
+
+    Cached: the item page asks it of one quote against every passage of a document.
+    """
+    return tuple(p for p in _ELLIPSIS.split(quote) if fold(p))
 
 
 def _span_in(text: str, quote: str) -> tuple[int, int] | None:
@@ -88,7 +92,7 @@ def _folded(text: str, drop_spaces: bool) -> str:
 def _contains(text: str, quote: str) -> bool:
     """Return ``_span_in(text, quote) is not None``, with the passage's folding cached."""
     for drop in (False, True):
-        needle = fold(quote, drop_spaces=drop)
+        needle = _folded(quote, drop)  # one quote against many passages: folded once
         if needle and needle in _folded(text, drop):
             return True
     return len(_quote_parts(quote)) > 1 and _span_in(text, quote) is not None

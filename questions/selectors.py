@@ -76,12 +76,34 @@ def edition_ancestry_ids(edition: KeyEdition) -> list[int]:
     parents = dict(
         KeyEdition.objects.filter(benchmark_id=edition.benchmark_id).values_list("id", "parent_id")
     )
+    return _ancestry(edition.pk, parents)
+
+
+def _ancestry(start: int, parents: Mapping[int, int | None]) -> list[int]:
+    """Return [start, its parent, ...] from {edition id: parent id} (a cycle stops it)."""
     chain: list[int] = []
-    node: int | None = edition.pk
+    node: int | None = start
     while node is not None and node not in chain:
         chain.append(node)
         node = parents.get(node)
     return chain
+
+
+def working_edition_and_chain(benchmark: Benchmark | int) -> tuple[KeyEdition | None, list[int]]:
+    """Return (`latest_published_edition`, its `edition_ancestry_ids`) in one query.
+
+    Both read from the benchmark's editions at once (a handful of rows) for pages that
+    need the two (issue 18, load). The latest is the one with the latest `published_at`,
+    then the highest id, as `latest_published_edition` orders them: a published edition
+    always has `published_at` (constraint `edition_published_has_time`).
+    (None, []) when nothing is published.
+    """
+    editions = list(KeyEdition.objects.filter(benchmark=benchmark).order_by())
+    published = [e for e in editions if e.status == KeyEdition.Status.PUBLISHED]
+    if not published:
+        return None, []
+    latest = max(published, key=lambda e: (e.published_at, e.pk))
+    return latest, _ancestry(latest.pk, {e.pk: e.parent_id for e in editions})
 
 
 def edition_chain(edition: KeyEdition) -> list[KeyEdition]:
@@ -126,7 +148,9 @@ def key_entries_for_edition(
     else:
         rows = entries.select_related(*select_related) if select_related else entries
     effective: dict[int, Any] = {}
-    for row in rows.iterator(chunk_size=5000):
+    # A server-side cursor for the whole key; a plain query for a few questions (a page's
+    # worth: one round trip, not DECLARE, FETCH and CLOSE).
+    for row in rows.iterator(chunk_size=5000) if question_ids is None else rows:
         current = effective.get(row.question_id)
         if current is None or rank[row.edition_id] < rank[current.edition_id]:
             effective[row.question_id] = row
@@ -173,10 +197,22 @@ def section_for_locator(document: SourceDocument, locator: str) -> Section | Non
     exact = Section.objects.filter(document=document, locator=locator).first()
     if exact is not None:
         return exact
+    locators = Section.objects.filter(document=document).order_by("position", "id")
+    found = match_locator(locators.values_list("locator", flat=True), locator)
+    return None if found is None else locators.get(locator=found)
+
+
+def match_locator(locators: Iterable[str], locator: str) -> str | None:
+    """Return the one of `locators` (document order) that `locator` names, or None.
+
+    The rule of `section_for_locator`: the exact locator, else the first whose
+    questions.sources.normalise_locator form equals `locator`'s. Raises what
+    normalise_locator raises for a malformed `locator` (only when there is no exact match).
+    """
     from questions.sources import normalise_locator
 
+    locators = list(locators)
+    if locator in locators:
+        return locator
     wanted = normalise_locator(locator)
-    for section in Section.objects.filter(document=document).order_by("position", "id"):
-        if normalise_locator(section.locator) == wanted:
-            return section
-    return None
+    return next((loc for loc in locators if normalise_locator(loc) == wanted), None)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
+from django.db import connection
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from core.models import AuditLogEntry
@@ -21,9 +22,10 @@ from questions.selectors import (
     key_entries_for_edition,
     latest_published_edition,
     scored_entries,
+    working_edition_and_chain,
 )
 from review.filters import FALSE_VALUES, TRUE_VALUES, QueueFilters
-from review.models import CitationCheck, Evidence, Proposal, ReviewItem, Source
+from review.models import CitationCheck, Evidence, Proposal, ReviewItem
 from scoring.models import AuditVerdict, Grade, Judge
 
 # ------------------------------------------------------------------ editions and entries
@@ -34,16 +36,31 @@ def working_edition(benchmark: Benchmark) -> KeyEdition | None:
     return latest_published_edition(benchmark)
 
 
-def entry_for_question(question: Question, edition: KeyEdition | None) -> KeyEntry | None:
+def working_edition_with_chain(benchmark: Benchmark | int) -> tuple[KeyEdition | None, list[int]]:
+    """Return (`working_edition`, its edition_ancestry_ids) in one query, or (None, []).
+
+    questions.selectors.working_edition_and_chain: for pages that then read key entries.
+    """
+    return working_edition_and_chain(benchmark)
+
+
+def entry_for_question(
+    question: Question, edition: KeyEdition | None, *, chain: list[int] | None = None
+) -> KeyEntry | None:
     """Return the question's effective key entry in `edition`, or None (two queries).
 
-    `questions.selectors.key_entries_for_edition` for one question; None when `edition` is
-    None or the question is not keyed in it.
+    `questions.selectors.key_entries_for_edition` for one question (one query when the
+    caller passes the edition's `chain` of ancestry ids); None when `edition` is None or
+    the question is not keyed in it. The entry comes with its citation document, edition
+    and audit exclusion (`entry.exclusion`; absent when not excluded) read.
     """
     if edition is None:
         return None
     return key_entries_for_edition(
-        edition, question_ids=[question.pk], select_related=("citation_document", "edition")
+        edition,
+        question_ids=[question.pk],
+        select_related=("citation_document", "edition", "exclusion"),
+        chain=chain,
     ).get(question.pk)
 
 
@@ -102,133 +119,6 @@ def status_counts(filters: QueueFilters) -> dict[str, int]:
     return counts
 
 
-# The queue page reads plain values, not model instances: one row per item, display
-# values computed here (not by template filters per row). Same output as the models would give.
-QUEUE_ROW_FIELDS = {
-    "qid": "question__question_id",
-    "qtext": "question__text",
-    "category": "question__category__name",
-    "claimed_by_name": "claimed_by__username",
-}
-
-
-def queue_row_values(qs: QuerySet[ReviewItem]) -> QuerySet:
-    """Return `qs` (from `queue_items`) as the dicts `queue_rows` needs (no model instances)."""
-    return qs.values(
-        "id",
-        "benchmark_id",
-        "question_id",
-        "sources",
-        "priority",
-        "reasons",
-        "status",
-        "claim_expires_at",
-        **{alias: F(path) for alias, path in QUEUE_ROW_FIELDS.items()},
-    )
-
-
-def _citation_labels_by_question(benchmark_id: int, question_ids: list[int]) -> dict[int, str]:
-    """Return {question id: citation label} of the working edition's effective entries.
-
-    Same result as `working_edition` + `entry_for_question` + `KeyEntry.citation_label`,
-    read as value rows: three queries (the working edition, its tree, the entries).
-    """
-    working = latest_published_edition(benchmark_id)
-    if working is None:
-        return {}
-    entries = key_entries_for_edition(
-        working,
-        question_ids=question_ids,
-        fields=(
-            "has_citation",
-            "citation_document_id",
-            "citation_document__short_title",
-            "citation_doc_id",
-            "citation_locator",
-        ),
-    )
-    labels = {}
-    for question_id, e in entries.items():
-        label = ""
-        if e.has_citation:
-            doc = e.citation_document__short_title if e.citation_document_id else e.citation_doc_id
-            label = f"{doc} {e.citation_locator}".strip()
-        labels[question_id] = label
-    return labels
-
-
-_STATUS_LABELS = dict(ReviewItem.Status.choices)
-_SOURCE_LABELS = dict(Source.choices)
-
-
-def queue_rows(values: list[dict], *, now, can_claim: bool) -> list[dict]:
-    """Return one display dict per row of `queue_row_values` (three queries per benchmark shown).
-
-    Keys: id, url, claim_url, qid, text (truncated to 110 characters), sources (labels),
-    citation ("—" when none), category ("—" when none), badge, status_label, claimed_by,
-    expired, claimable, priority, reasons (the evidence in words, review.priority).
-    """
-    from django.urls import reverse
-    from django.utils.text import Truncator
-
-    from review.templatetags.review_tags import status_badge
-
-    by_benchmark: dict[int, list[int]] = defaultdict(list)
-    for v in values:
-        by_benchmark[v["benchmark_id"]].append(v["question_id"])
-    labels: dict[tuple[int, int], str] = {}
-    for benchmark_id, question_ids in by_benchmark.items():
-        for q, label in _citation_labels_by_question(benchmark_id, question_ids).items():
-            labels[benchmark_id, q] = label
-    # reverse() once per page, not twice per row
-    marker = 987654321
-    item_url = reverse("review:item", args=[marker]).replace(str(marker), "{}")
-    claim_url = reverse("review:claim", args=[marker]).replace(str(marker), "{}")
-    rows = []
-    for v in values:
-        status = v["status"]
-        expires = v["claim_expires_at"]
-        expired = status == ReviewItem.Status.CLAIMED and expires is not None and expires < now
-        rows.append(
-            {
-                "id": v["id"],
-                "url": item_url.format(v["id"]),
-                "claim_url": claim_url.format(v["id"]),
-                "qid": v["qid"],
-                "text": Truncator(v["qtext"]).chars(110),
-                "sources": [_SOURCE_LABELS.get(s, s) for s in v["sources"] or ()],
-                "reasons": v.get("reasons") or "",
-                "citation": labels.get((v["benchmark_id"], v["question_id"])) or "—",
-                "category": v["category"] or "—",
-                "badge": status_badge(status),
-                "status_label": _STATUS_LABELS.get(status, status),
-                "claimed_by": v["claimed_by_name"] or "",
-                "expired": expired,
-                "claimable": can_claim and (status == ReviewItem.Status.OPEN or expired),
-                "priority": v["priority"],
-            }
-        )
-    # The queue's <kbd>c</kbd> claims the top row that can be claimed, not just the top row.
-    first = next((row for row in rows if row["claimable"]), None)
-    for row in rows:
-        row["shortcut"] = row is first
-    return rows
-
-
-def page_count_from_status_counts(filters: QueueFilters, counts: dict[str, int]) -> int | None:
-    """Return how many items `queue_items(filters)` lists, read off `status_counts(filters)`.
-
-    None when the counts cannot tell (assignee "me" depends on the user; counts ignore it).
-    """
-    if filters.assignee == "me":
-        return None
-    if filters.status == "all" or (not filters.status and filters.open):
-        return sum(counts.values())  # the counts already apply `open`
-    if filters.status:
-        return counts.get(filters.status, 0)
-    return sum(n for s, n in counts.items() if s not in ReviewItem.CLOSED)
-
-
 def filter_choices() -> dict[str, Any]:
     """Return the options of the queue's filter form (a handful of small queries)."""
     from questions.models import Category, SourceDocument
@@ -254,16 +144,40 @@ def filter_choices() -> dict[str, Any]:
 
 
 def neighbour_item_ids(item: ReviewItem, filters: QueueFilters | None = None) -> tuple:
-    """Return (previous id, next id) of `item` in the queue order (two queries)."""
+    """Return (previous id, next id) of `item` in the queue order (one query; two on SQLite)."""
     qs = queue_items(filters or QueueFilters(benchmark=item.benchmark.name)).exclude(pk=item.pk)
-    after = qs.filter(Q(priority__lt=item.priority) | Q(priority=item.priority, id__gt=item.id))
-    before = qs.filter(Q(priority__gt=item.priority) | Q(priority=item.priority, id__lt=item.id))
-    nxt = after.values_list("id", flat=True).first()
-    prev = before.order_by("priority", "-id").values_list("id", flat=True).first()
+    is_after = Q(priority__lt=item.priority) | Q(priority=item.priority, id__gt=item.id)
+    is_before = Q(priority__gt=item.priority) | Q(priority=item.priority, id__lt=item.id)
+    after = qs.filter(is_after).values_list("id", "priority")[:1]
+    before = qs.filter(is_before).order_by("priority", "-id").values_list("id", "priority")[:1]
+    if not connection.features.supports_slicing_ordering_in_compound:  # SQLite
+        nxt, prev = next(iter(after), None), next(iter(before), None)
+        return (prev[0] if prev else None), (nxt[0] if nxt else None)
+    prev = nxt = None
+    for pk, priority in after.union(before, all=True):  # one query, not two
+        if priority < item.priority or (priority == item.priority and pk > item.id):
+            nxt = pk
+        else:
+            prev = pk
     return prev, nxt
 
 
 # ------------------------------------------------------------------ the review page
+
+
+@dataclass(frozen=True)
+class GradeCell:
+    """One judge's grade of one response as the review page shows it (no filters per cell).
+
+    `css`: review_tags.grade_class of the grade; `flag`: the flag reason, "" when not
+    flagged; `rationale`: the judge's reason, "" when none.
+    """
+
+    judge: str
+    grade: int | None
+    css: str
+    flag: str
+    rationale: str
 
 
 @dataclass
@@ -275,6 +189,10 @@ class ModelRow:
     flags: dict[str, str] = field(default_factory=dict)
     # each judge's rationale for its grade (issue 18 item 2), in judge order; "" if none
     rationales: dict[str, str] = field(default_factory=dict)
+    # filled by model_rows: one GradeCell per judge (judge order) and the response cut to
+    # 90 characters (Django's truncatechars), so the page's table runs no filter per cell
+    cells: list[GradeCell] = field(default_factory=list)
+    summary: str = ""
 
     @property
     def agreed(self) -> int | None:
@@ -316,7 +234,7 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     the function triage's citation checks use too).
     """
     from questions.passages import locate_quote
-    from questions.selectors import section_for_locator
+    from questions.selectors import match_locator
     from questions.sources import locator_sort_key, nearest_locators
 
     if entry is None or not entry.has_citation:
@@ -324,57 +242,53 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     document = entry.citation_document
     if document is None:
         return Passage(document_known=False)
-    section = (
-        section_for_locator(document, entry.citation_locator) if entry.citation_locator else None
-    )
-    if section is None:
-        available = list(
-            Section.objects.filter(document=document)
-            .order_by("position", "id")
-            .values_list("locator", flat=True)
-        )
+    # Two queries (issue 18, load): the document's locators, then the texts of the cited
+    # passage and its neighbours; the other passages' texts only when the quote is not in
+    # the cited one. The section is questions.selectors.section_for_locator's.
+    sections = Section.objects.filter(document=document).order_by("position", "id")
+    index = list(sections.values_list("id", "locator", "position"))
+    locators = [row[1] for row in index]
+    found = match_locator(locators, entry.citation_locator) if entry.citation_locator else None
+    if found is None:
         return Passage(
             document=document,
-            nearest=nearest_locators(entry.citation_locator or "", available),
-            indexed=bool(available),
+            nearest=nearest_locators(entry.citation_locator or "", locators),
+            indexed=bool(locators),
         )
-    passage = Passage(document=document, section=section, before=section.text)
-    if entry.citation_quote:
-        others = (
-            Section.objects.filter(document=document)
-            .exclude(pk=section.pk)
-            .order_by("position", "id")
-            .values_list("locator", "text")
-        )
-        found = locate_quote(entry.citation_quote, section.text, others.iterator())
-        passage.quote_elsewhere = found.elsewhere
-        if found.span:
-            start, end = found.span
-            passage.before = section.text[:start]
-            passage.quote = section.text[start:end]
-            passage.after = section.text[end:]
-            passage.quote_found = True
+    section_id = index[locators.index(found)][0]
     # Neighbours in reading order (questions.sources.locator_sort_key: 3.59, 3.60, 3.61),
     # not file order; their text is shown in place on the page.
-    order = sorted(
-        Section.objects.filter(document=document).values_list("id", "locator", "position"),
-        key=lambda row: (locator_sort_key(row[1]), row[2], row[0]),
-    )
-    at = next(i for i, row in enumerate(order) if row[0] == section.pk)
+    order = sorted(index, key=lambda row: (locator_sort_key(row[1]), row[2], row[0]))
+    at = next(i for i, row in enumerate(order) if row[0] == section_id)
     wanted = {
         "previous": order[at - 1][0] if at > 0 else None,
         "next": order[at + 1][0] if at + 1 < len(order) else None,
     }
-    texts = Section.objects.in_bulk([pk for pk in wanted.values() if pk is not None])
+    texts = Section.objects.order_by().in_bulk(
+        [pk for pk in (section_id, *wanted.values()) if pk is not None]
+    )
+    section = texts[section_id]
+    passage = Passage(document=document, section=section, before=section.text)
+    if entry.citation_quote:
+        others = sections.exclude(pk=section.pk).values_list("locator", "text")
+        found_quote = locate_quote(entry.citation_quote, section.text, others)
+        passage.quote_elsewhere = found_quote.elsewhere
+        if found_quote.span:
+            start, end = found_quote.span
+            passage.before = section.text[:start]
+            passage.quote = section.text[start:end]
+            passage.after = section.text[end:]
+            passage.quote_found = True
     passage.previous = texts.get(wanted["previous"])
     passage.next = texts.get(wanted["next"])
     return passage
 
 
 def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], list[ModelRow]]:
-    """Return (judge ids, one row per response with each judge's grade on `entry`) in two queries.
+    """Return (judge ids, one row per response with each judge's grade on `entry`).
 
-    Each row carries the judges' grades, flag reasons and rationales keyed by judge id.
+    Three queries (judges, responses, grades). Each row carries the judges' grades, flag
+    reasons and rationales keyed by judge id, and the same as `cells` in judge order.
     """
     judges = list(
         Judge.objects.filter(benchmark_id=question.benchmark_id, role=Judge.Role.JUDGE)
@@ -403,8 +317,16 @@ def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], l
             row.rationales[judge_id] = rationale
             if flag:
                 row.flags[judge_id] = flag_reason or "flagged"
+    from review.queue_rows import truncate_chars
+    from review.templatetags.review_tags import grade_class
+
     for row in rows.values():
         row.grades = {j: row.grades.get(j) for j in judges}
+        row.cells = [
+            GradeCell(j, g, grade_class(g), row.flags.get(j, ""), row.rationales.get(j) or "")
+            for j, g in row.grades.items()
+        ]
+        row.summary = truncate_chars(row.response, 90)
     return judges, list(rows.values())
 
 

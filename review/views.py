@@ -14,13 +14,14 @@ from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.backends.utils import csrf_input
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from core.actions import Action
-from questions.models import AuditExclusion, Benchmark, Question
-from review import permissions, selectors, services
+from questions.models import Benchmark, Question
+from review import permissions, queue_rows, selectors, services
 from review.cited_passages import proposal_passages, successor_passage
 from review.errors import (
     ConflictError,
@@ -68,9 +69,9 @@ def queue(request: HttpRequest) -> HttpResponse:
     """List review items by priority with filters, counts per status and pagination."""
     filters = QueueFilters.from_params(request.GET)
     counts = selectors.status_counts(filters)
-    qs = selectors.queue_row_values(selectors.queue_items(filters, user=request.user))
+    qs = queue_rows.queue_row_values(selectors.queue_items(filters, user=request.user))
     paginator = Paginator(qs, PAGE_SIZE)
-    total = selectors.page_count_from_status_counts(filters, counts)
+    total = queue_rows.page_count_from_status_counts(filters, counts)
     if total is not None:
         paginator.count = total  # the counts query already told: no COUNT(*) of its own
     page = paginator.get_page(request.GET.get("page"))
@@ -78,7 +79,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     context = {
         "filters": filters,
         "page": page,
-        "rows": selectors.queue_rows(
+        "rows": queue_rows.queue_rows(
             list(page.object_list), now=selectors.now(), can_claim=can_claim
         ),
         "counts": counts,
@@ -86,6 +87,8 @@ def queue(request: HttpRequest) -> HttpResponse:
         "sources": Source.choices,
         "query": query_without_page(request),
         "can_claim": can_claim,
+        # one CSRF field for every row's Claim form, not a {% csrf_token %} per row
+        "csrf_field": csrf_input(request),
     }
     partial = request.htmx and not request.htmx.history_restore_request
     if partial:
@@ -115,8 +118,8 @@ def queue_next(request: HttpRequest) -> HttpResponse:
 
 
 def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
-    edition = selectors.working_edition(item.benchmark)
-    entry = selectors.entry_for_question(item.question, edition)
+    edition, chain = selectors.working_edition_with_chain(item.benchmark_id)
+    entry = selectors.entry_for_question(item.question, edition, chain=chain)
     judges, rows = selectors.model_rows(item.question, entry)
     prev_id, next_id = selectors.neighbour_item_ids(item)
     user = request.user
@@ -149,7 +152,7 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         "question": item.question,
         "edition": edition,
         "entry": entry,
-        "exclusion": AuditExclusion.objects.filter(key_entry=entry).first() if entry else None,
+        "exclusion": getattr(entry, "exclusion", None),  # read with the entry
         "passage": selectors.passage_for_entry(entry),
         "successor": successor_passage(entry),
         "verdicts": selectors.audit_verdicts(entry),

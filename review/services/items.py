@@ -348,7 +348,13 @@ def review_item_claim_next(
     candidates = candidates.order_by("-priority", "id")
     if connection.vendor == "postgresql":
         with transaction.atomic():
-            item = candidates.select_for_update(skip_locked=True).first()
+            # The related rows come with the locked one (of=self: only the item is locked),
+            # so the claim reads nothing again after its update.
+            item = (
+                candidates.select_related("benchmark", "question", "claimed_by")
+                .select_for_update(skip_locked=True, of=("self",))
+                .first()
+            )
             if item is None:
                 return None
             before = _item_state(item)
@@ -358,9 +364,6 @@ def review_item_claim_next(
                 claimed_by=user,
                 claimed_at=now,
                 claim_expires_at=_claim_deadline(now),
-            )
-            item = ReviewItem.objects.select_related("benchmark", "question", "claimed_by").get(
-                pk=item.pk
             )
             _log_item(user, Action.REVIEW_ITEM_CLAIM, item, before, via="next")
             return item
