@@ -20,8 +20,16 @@ Runs are started with `scoring.run_start` executed eagerly in this process
 run is one process's work; the throughput of the worker is bench_judge_throughput.py's.
 
 Sections: SECTIONS maps a name to a function(Context) -> Markdown lines; they run in that
-order and their lines form the "## Cost" section of bench/README.md. Add a section (the
-estimate against the actual, batch against live) by writing its function and listing it.
+order and their lines form the "## Cost" section of bench/README.md, each under a "### "
+heading; a run of some sections (`--only`) replaces those subsections and keeps the others
+(merge). Each run re-scores every pair at a prompt version (set_version forgets the bench's
+grades at it):
+- estimate: scoring.estimate.estimate_run before any call, then a judge-v1 run; the
+  judge-v2 re-score estimated (calibrated on the judge-v1 calls), then run; each estimate
+  against the following run's ledger (scoring.costs.calls_cost).
+- batch: the judge-v2 re-score again in batch mode (run_start, then scoring.poll_batches
+  applied until settled) against the live one; its estimate calibrated on judge-v2 calls.
+- cache: judge-v1 against judge-v2, the share of input read from the prompt cache.
 """
 
 from __future__ import annotations
@@ -405,7 +413,7 @@ def section_estimate(ctx: Context) -> list[str]:
         "  citations are denser than prose; a vendor's tokenizer differs again), output at",
         "  each judge's max_tokens (1,024), an upper bound the short JSON verdicts (33 tokens)",
         "  come nowhere near: a ceiling, not an estimate, as the basis says.",
-        "- (b) is calibrated on the judge-v1 run: input and output tokens are within 0.1%, but",
+        "- (b) is calibrated on the judge-v1 run: input and output tokens are within 0.5%, but",
         "  the cached share is the new layout's own (`scoring.estimate.cached_share`: calls at",
         "  the judge's current prompt version only) and no judge-v2 call exists yet, so none is",
         "  assumed and the cost is an upper bound (the full input price). Before the change",
