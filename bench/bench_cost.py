@@ -20,8 +20,16 @@ Runs are started with `scoring.run_start` executed eagerly in this process
 run is one process's work; the throughput of the worker is bench_judge_throughput.py's.
 
 Sections: SECTIONS maps a name to a function(Context) -> Markdown lines; they run in that
-order and their lines form the "## Cost" section of bench/README.md. Add a section (the
-estimate against the actual, batch against live) by writing its function and listing it.
+order and their lines form the "## Cost" section of bench/README.md, each under a "### "
+heading; a run of some sections (`--only`) replaces those subsections and keeps the others
+(merge). Each run re-scores every pair at a prompt version (set_version forgets the bench's
+grades at it):
+- estimate: scoring.estimate.estimate_run before any call, then a judge-v1 run; the
+  judge-v2 re-score estimated (calibrated on the judge-v1 calls), then run; each estimate
+  against the following run's ledger (scoring.costs.calls_cost).
+- batch: the judge-v2 re-score again in batch mode (run_start, then scoring.poll_batches
+  applied until settled) against the live one; its estimate calibrated on judge-v2 calls.
+- cache: judge-v1 against judge-v2, the share of input read from the prompt cache.
 """
 
 from __future__ import annotations
@@ -59,6 +67,9 @@ PRICES = {
         "price_output": Decimal("15.00"),
     },
 }
+# Batch prices: half the live ones, as both vendors sell their batch APIs (OpenAI Batch API,
+# Anthropic Message Batches: "50% discount").
+BATCH_DISCOUNT = Decimal("0.5")
 BACKENDS = {"j-openai": "openai", "j-anthropic": "anthropic"}
 # The server's cache minimum during the runs (so the ledger holds cached tokens to check)
 # and the minimums the same requests are replayed at; 1,024 is both vendors' minimum.
@@ -76,6 +87,7 @@ class Context:
     judges: list[Any]
     server: Any
     notes: list[str] = field(default_factory=list)
+    results: dict[str, Any] = field(default_factory=dict)
 
 
 def prepare_database(url: str, name: str) -> None:
@@ -116,6 +128,7 @@ def set_up(args: argparse.Namespace) -> Context:
         judge.price_currency = "USD"
         for name, value in PRICES[judge.judge_id].items():
             setattr(judge, name, value)
+            setattr(judge, f"batch_{name}", value * BATCH_DISCOUNT)
         judge.save()
     return Context(args=args, edition=edition, judges=judges, server=server)
 
@@ -150,31 +163,64 @@ class TeeCache:
         pass
 
 
-def grade_run(ctx: Context, version: str) -> dict[str, Any]:
-    """Set every judge's prompt_version to `version` (every pair is then needed again),
-    run a grading run eagerly through the loopback server; return its figures."""
+def set_version(ctx: Context, version: str) -> list[Any]:
+    """Set every judge's prompt_version to `version` and forget the bench's grades at it, so
+    every pair is needed again (a re-score at that version); return the judges reloaded."""
+    from scoring.models import Grade, Judge
+
+    pks = [j.pk for j in ctx.judges]
+    Judge.objects.filter(pk__in=pks).update(prompt_version=version)
+    Grade.objects.filter(judge_id__in=pks, prompt_version=version).delete()
+    return list(Judge.objects.filter(pk__in=pks).order_by("judge_id"))
+
+
+def grade_run(ctx: Context, version: str, mode: str = "live") -> dict[str, Any]:
+    """Run a grading run of every pair at `version` (set_version) eagerly through the
+    loopback server, in `mode` ("live", or "batch": run_start submits the batches, then
+    `scoring.poll_batches` is applied until the run is settled); return its figures.
+
+    Timings: wall, and CPU of this process's main thread (time.thread_time: the loopback
+    server's thread is left out), for the submit (run_start) and settle (the polls) phases;
+    a live run is all "submit"."""
     from scoring import services
     from scoring.costs import calls_cost
-    from scoring.models import Judge, JudgeCall
-    from scoring.tasks import run_start
+    from scoring.models import JudgeCall
+    from scoring.tasks import poll_batches, run_start
 
-    Judge.objects.filter(pk__in=[j.pk for j in ctx.judges]).update(prompt_version=version)
-    judges = list(Judge.objects.filter(pk__in=[j.pk for j in ctx.judges]))
+    judges = set_version(ctx, version)
     tee = TeeCache()
     ctx.server.prefix_cache = tee
     ctx.server.reset()
-    run = services.scoring_run_create(edition=ctx.edition, judges=judges, enqueue=False)
-    started = time.perf_counter()
+    run = services.scoring_run_create(edition=ctx.edition, judges=judges, enqueue=False, mode=mode)
+    wall, cpu = time.perf_counter(), time.thread_time()
     run_start.apply(args=(run.pk,))
-    wall = time.perf_counter() - started
+    submit = (time.perf_counter() - wall, time.thread_time() - cpu)
+    wall, cpu, polls = time.perf_counter(), time.thread_time(), 0
+    while mode == "batch" and polls < 20:
+        run.refresh_from_db()
+        if run.status not in services.ACTIVE_STATUSES:
+            break
+        poll_batches.apply()
+        polls += 1
+    settle = (time.perf_counter() - wall, time.thread_time() - cpu)
     run.refresh_from_db()
     assert run.status == "complete" and run.failed == 0, (run.status, run.failed, run.error)
     ctx.server.requests.clear()
+    print(
+        f"{version} {mode} run: {run.needed} pairs, {submit[0] + settle[0]:.0f} s", file=sys.stderr
+    )
+    calls = JudgeCall.objects.filter(run=run)
     return {
         "version": version,
+        "mode": mode,
         "run": run,
-        "wall_s": wall,
-        "cost": calls_cost(JudgeCall.objects.filter(run=run)),
+        "wall_s": submit[0] + settle[0],
+        "submit": submit,
+        "settle": settle,
+        "polls": polls,
+        "cost": calls_cost(calls),
+        "cost_live": calls_cost(calls, mode="live"),
+        "modes": sorted(set(calls.values_list("mode", flat=True))),
         "tally": tee.tally,
         "prefix_tokens": prefix_tokens(ctx, version),
     }
@@ -288,22 +334,168 @@ def section_cache(ctx: Context) -> list[str]:
     return lines
 
 
-SECTIONS: dict[str, Callable[[Context], list[str]]] = {"cache": section_cache}
+def scale_text(ctx: Context) -> str:
+    """Return the size this invocation runs at, in words, for a subsection's first line."""
+    n = ctx.args.questions
+    if n >= 1001:
+        return "Full scale (1,001 questions x 18 models x 2 judges)."
+    return f"A subset: {n} of the 1,001 questions x 18 models x 2 judges (`--questions {n}`)."
+
+
+def estimate_now(ctx: Context, version: str) -> Any:
+    """Return scoring.estimate.estimate_run for a re-score of the edition by the bench's
+    judges at `version` (set_version first: every pair needed), as an admin would see it."""
+    from scoring.estimate import estimate_run
+
+    return estimate_run(edition=ctx.edition, judges=set_version(ctx, version))
+
+
+def pct(estimate: float, actual: float) -> str:
+    """Return the estimate's error against the actual in % ("n/a" when the actual is 0)."""
+    return f"{100 * (estimate - actual) / actual:+.1f}%" if actual else "n/a"
+
+
+def compare_rows(label: str, est: Any, actual: dict[str, Any], mode: str = "live") -> list[str]:
+    """Return Markdown table rows: tokens (input, cached, output) and cost of estimate `est`
+    (a RunEstimate, its `mode` cost) against the run's ledger figures (calls_cost)."""
+    cost_est = est.cost_live if mode == "live" else est.cost_batch
+    pairs = [
+        ("input tokens", est.tokens_in, actual["input_tokens"]),
+        ("cached tokens", est.tokens_cached, actual["cached_tokens"]),
+        ("output tokens", est.tokens_out, actual["output_tokens"]),
+        (f"cost ({mode}, USD)", float(cost_est), float(Decimal(actual["cost"]))),
+    ]
+    rows = []
+    for what, e, a in pairs:
+        shown = (f"{e:,.2f}", f"{a:,.2f}") if "cost" in what else (f"{e:,}", f"{a:,}")
+        rows.append(f"| {label} | {what} | {shown[0]} | {shown[1]} | {pct(e, a)} |")
+    return rows
+
+
+def section_estimate(ctx: Context) -> list[str]:
+    """The estimate against the run's actual: (a) before any call (defaults), (b) a judge-v2
+    re-score estimated after a judge-v1 run exists (calibrated), (c) the same re-score
+    estimated after a judge-v2 run exists (compared with the batch section's run when it ran,
+    else a second live run)."""
+    from scoring.models import JudgeCall
+
+    fresh = not JudgeCall.objects.exists()
+    before = estimate_now(ctx, "judge-v1")
+    first = grade_run(ctx, "judge-v1")
+    calibrated = estimate_now(ctx, "judge-v2")
+    second = grade_run(ctx, "judge-v2")
+    again = estimate_now(ctx, "judge-v2")
+    ctx.results.update({"live-v2": second, "estimate-v2-again": again})
+    lines = [
+        "### The estimate against the actual (issue 20 item 3)",
+        "",
+        scale_text(ctx),
+        "`scoring.estimate.estimate_run` for a re-score of every pair, against the ledger of",
+        "the run that followed (`scoring.costs.calls_cost`: input tokens include the cached",
+        "ones; cost at the live prices above). Error = (estimate - actual) / actual.",
+        "",
+        "| estimate | figure | estimate | actual | error |",
+        "|---|---|---:|---:|---:|",
+        *compare_rows(
+            "(a) judge-v1 run, before any call" + ("" if fresh else " (calls existed!)"),
+            before,
+            first["cost"],
+        ),
+        *compare_rows("(b) judge-v2 re-score, after the judge-v1 run", calibrated, second["cost"]),
+        "",
+        f"- Basis of (a): {'; '.join(f'{j.judge}: {j.basis}' for j in before.judges)}.",
+        f"- Basis of (b): {'; '.join(f'{j.judge}: {j.basis}' for j in calibrated.judges)}.",
+        f"- Calls: estimated {before.calls:,} / {calibrated.calls:,}, made"
+        f" {first['cost']['calls']:,} / {second['cost']['calls']:,} (runs: judge-v1"
+        f" {first['wall_s']:.0f} s, judge-v2 {second['wall_s']:.0f} s, eager in one process).",
+        "- (a) is the estimate with nothing to calibrate from: input tokens at 4 characters a",
+        "  token (the loopback tokenizer gives ~3.5 on these prompts: instructions, JSON and",
+        "  citations are denser than prose; a vendor's tokenizer differs again), output at",
+        "  each judge's max_tokens (1,024), an upper bound the short JSON verdicts (33 tokens)",
+        "  come nowhere near: a ceiling, not an estimate, as the basis says.",
+        "- (b) is calibrated on the judge-v1 run: input and output tokens are within 0.5%, but",
+        "  the cached share is the new layout's own (`scoring.estimate.cached_share`: calls at",
+        "  the judge's current prompt version only) and no judge-v2 call exists yet, so none is",
+        "  assumed and the cost is an upper bound (the full input price). Before the change",
+        "  the judge-v1 calls' share (0%) was used, the same figure here; mixing versions also",
+        "  put (c)'s cached share 10% low on a 10-question trial (20 of the 200 calibration",
+        "  calls per judge were judge-v1's). The cache writes (Anthropic, 1.25x) are not",
+        "  estimated: about 2.4% of the input, one per question and judge.",
+    ]
+    return lines
+
+
+def section_batch(ctx: Context) -> list[str]:
+    """The same judge-v2 re-score in batch mode against live: cost from the ledger (each
+    call at its send mode's prices), cached share, and batch mode's own overhead per call."""
+    live = ctx.results.get("live-v2") or grade_run(ctx, "judge-v2")
+    again = ctx.results.get("estimate-v2-again") or estimate_now(ctx, "judge-v2")
+    batch = grade_run(ctx, "judge-v2", mode="batch")
+    ratio = Decimal(batch["cost"]["cost"]) / Decimal(live["cost"]["cost"])
+    n = batch["cost"]["calls"]
+    lines = [
+        "### Batch mode against live: the judge-v2 re-score (issue 20 item 6)",
+        "",
+        scale_text(ctx),
+        "The same re-score (every pair at judge-v2) sent live, then through the vendors' batch",
+        'APIs (`scoring_run_create(mode="batch")`, then `scoring.poll_batches` applied until',
+        "the run settled; the loopback batches end at once). Cost from each run's ledger, each",
+        "call at its send mode's prices (batch prices = half the live ones).",
+        "",
+        "| mode | calls sent as | calls | input tokens | cached (share) | cache writes "
+        "| output tokens | cost (ledger) | the same calls at live prices |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in (live, batch):
+        c = r["cost"]
+        lines.append(
+            f"| {r['mode']} | {', '.join(r['modes'])} | {c['calls']:,} | {c['input_tokens']:,} "
+            f"| {c['cached_tokens']:,} ({100 * c['cached_tokens'] / c['input_tokens']:.1f}%) "
+            f"| {c['cache_write_tokens']:,} | {c['output_tokens']:,} | **{c['cost']} USD** "
+            f"| {r['cost_live']['cost']} USD |"
+        )
+    (sw, sc), (tw, tc) = batch["submit"], batch["settle"]
+    lines += [
+        "",
+        f"- Batch / live cost: **{ratio:.3f}** (goal 0.5); cached share the same in both"
+        " (the loopback batches read and fill the same prefix cache, in the run's",
+        "  question-major order).",
+        "- The estimate of this batch re-score, made once the judge-v2 live run existed",
+        "  (calibrated on calls at judge-v2, so the cached share is observed), against its ledger:",
+        "",
+        "| estimate | figure | estimate | actual | error |",
+        "|---|---|---:|---:|---:|",
+        *compare_rows("(c) judge-v2 re-score, after a judge-v2 run", again, batch["cost"], "batch"),
+        "",
+        f"- Batch mode's own work ({n:,} calls; wall and CPU of the process's main thread, the",
+        "  loopback server's thread left out; its batches end at once, so no vendor turnaround):",
+        f"  submit (`scoring.run_start`: claim, record, render, build, upload) {sw:.1f} s wall"
+        f" ({1000 * sw / n:.2f} ms/call), {sc:.1f} s CPU ({1000 * sc / n:.2f} ms/call); settle"
+        f" ({batch['polls']} application(s) of `scoring.poll_batches`: retrieve, download, parse,"
+        f" settle, close the run) {tw:.1f} s wall ({1000 * tw / n:.2f} ms/call), {tc:.1f} s CPU"
+        f" ({1000 * tc / n:.2f} ms/call). The live run of the same pairs took"
+        f" {live['wall_s']:.0f} s wall in the same process.",
+        "- In reality a batch's wall time is the vendor's turnaround (minutes, up to 24 h),",
+        "  which dwarfs the product's share above.",
+    ]
+    return lines
+
+
+SECTIONS: dict[str, Callable[[Context], list[str]]] = {
+    "estimate": section_estimate,
+    "batch": section_batch,
+    "cache": section_cache,
+}
 
 
 def render(ctx: Context, parts: list[list[str]]) -> str:
     """Return the "## Cost" section: the set-up, then each section's lines."""
-    a = ctx.args
-    scale = (
-        "the full-scale generated benchmark (1,001 questions x 18 models x 2 judges)"
-        if a.questions >= 1001
-        else f"a subset of the generated benchmark: {a.questions} questions x 18 models x 2 judges"
-    )
     head = [
         SECTION,
         "",
-        f"`bench/bench_cost.py{'' if a.questions >= 1001 else f' --questions {a.questions}'}` "
-        f"(issue 20): {scale}, graded through the official SDKs",
+        "`bench/bench_cost.py [--questions N]` (issue 20) on the generated benchmark (full"
+        " scale: 1,001 questions x 18 models x 2 judges; each subsection says the size it was"
+        " run at), graded through the official SDKs",
         "against `tests/judge_server.py`, which reports usage as each vendor does and emulates",
         "their prompt caches (OpenAI: the longest prefix seen before, in 128-token steps from",
         "the minimum; Anthropic: the blocks up to the one marked cache_control, written on first",
@@ -313,7 +505,7 @@ def render(ctx: Context, parts: list[list[str]]) -> str:
             f"{j} {p['price_input']} / {p['price_cached_input']} / {p['price_output']}"
             for j, p in PRICES.items()
         )
-        + " (illustrative, set by the script).",
+        + f" (illustrative, set by the script); batch prices {BATCH_DISCOUNT}x those.",
         *(f"- {n}" for n in ctx.notes),
         "",
     ]
@@ -321,13 +513,34 @@ def render(ctx: Context, parts: list[list[str]]) -> str:
     return "\n".join(head + body).rstrip("\n") + "\n"
 
 
+def subsections(text: str) -> tuple[str, list[str]]:
+    """Split a "## Cost" section into its head and its "### " subsections (each a string
+    beginning with its heading line)."""
+    parts = re.split(r"^(?=### )", text, flags=re.M)
+    return parts[0], [p.rstrip("\n") + "\n" for p in parts[1:]]
+
+
+def merge(current: str, text: str) -> str:
+    """Return section `text` with the subsections of `current` (the README's "## Cost"
+    section) that `text` has none of appended, by heading up to its first "(": sections not
+    run this time keep their figures. Order: SECTIONS' headings as they appear."""
+    head, new = subsections(text)
+    _, old = subsections(current)
+    titles = {part.split("(")[0] for part in new}
+    kept = [part for part in old if part.split("(")[0] not in titles]
+    return head + "\n".join(new + kept)
+
+
 def write_section(text: str) -> None:
-    """Replace (or append) the "## Cost" section of bench/README.md only."""
+    """Replace (or append) the "## Cost" section of bench/README.md only, keeping the
+    subsections of sections not run this time (merge)."""
     path = ROOT / "bench" / "README.md"
     current = path.read_text(encoding="utf-8")
     pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _: text + "\n", current)
+    found = pattern.search(current)
+    if found:
+        text = merge(found.group(0), text)
+        updated = current[: found.start()] + text + "\n" + current[found.end() :]
     else:
         updated = current.rstrip("\n") + "\n\n" + text
     path.write_text(updated, encoding="utf-8")

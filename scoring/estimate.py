@@ -8,10 +8,15 @@ needs grading, what a judge sees or what a token costs.
 No tokenizer ships with the product, so input tokens are the rendered prompt's characters
 divided by a chars-per-token ratio. The ratio is calibrated per judge from its observed
 calls (the JudgeCall ledger rows with usage: their input tokens over the characters of
-their prompts, rendered again), else DEFAULT_CHARS_PER_TOKEN (4: OpenAI's rule of thumb for
-English text, "a token is about 4 characters"). Output tokens: the judge's observed mean
-per call, else its max_tokens (an upper bound). Cached tokens: the judge's observed cached
-share of input, else none. Every estimate says which of these it used (`basis`).
+their prompts, rendered again at the version each call was sent with), else
+DEFAULT_CHARS_PER_TOKEN (4: OpenAI's rule of thumb for English text, "a token is about 4
+characters"). Output tokens: the judge's observed mean per call, else its max_tokens (an
+upper bound). Cached tokens: the judge's observed cached share of input on calls sent at its
+current prompt_version, else none (an upper bound on the cost): how much of a prompt a vendor
+reads from its cache depends on the prompt's layout (issue 20 item 7: judge-v2 puts the part
+shared by a question's responses first, judge-v1 does not), so calls sent with another
+layout say nothing about it. Prompts are rendered at the judge's own prompt_version, as its
+backend renders them. Every estimate says which of these it used (`basis`).
 """
 
 from __future__ import annotations
@@ -25,7 +30,12 @@ from typing import Any, NamedTuple
 from questions.models import KeyEdition, KeyEntry, Response
 from scoring.costs import Prices, money, tokens_cost
 from scoring.models import Judge, JudgeCall, ScoringRun
-from scoring.services.backends import audit_input, grading_input_for, judge_backend_config
+from scoring.services.backends import (
+    PROMPT_TEMPLATE_PREFIXES,
+    audit_input,
+    grading_input_for,
+    judge_backend_config,
+)
 from scoring.services.pairs import audit_needed_pairs, graders_for, rescore_needed_pairs
 
 # OpenAI's rule of thumb for English text ("What are tokens and how to count them?"):
@@ -107,68 +117,111 @@ def _scale(benchmark_scale: Any) -> list:
     return list(benchmark_scale or [0, 1, 2])
 
 
-def prompt_chars(key_entry: KeyEntry, response: Response | None, scale: list) -> int:
+def template_of(prompt_version: str) -> str | None:
+    """Return the template a Judge row's (or a ledger row's) prompt_version sends: the
+    version itself when it names one ("judge-v2"), else None (the role's default), by the
+    rule of scoring.services.backends.judge_backend_config (PROMPT_TEMPLATE_PREFIXES)."""
+    return prompt_version if prompt_version.startswith(PROMPT_TEMPLATE_PREFIXES) else None
+
+
+def prompt_chars(
+    key_entry: KeyEntry, response: Response | None, scale: list, version: str | None = None
+) -> int:
     """Return the characters of the prompt a judge (response given) or an auditor (None) is
-    sent for this pair, rendered as the backends render it."""
+    sent for this pair, rendered as the backends render it: at template `version` (None:
+    the role's default). FileNotFoundError for a version without a template."""
     from scoring.judges import render_auditor_prompt, render_judge_prompt
 
     if response is None:
-        return len(render_auditor_prompt(audit_input(key_entry)))
-    return len(render_judge_prompt(grading_input_for(key_entry, response, scale)))
+        inp = audit_input(key_entry)
+        return len(render_auditor_prompt(inp, version) if version else render_auditor_prompt(inp))
+    inp = grading_input_for(key_entry, response, scale)
+    return len(render_judge_prompt(inp, version) if version else render_judge_prompt(inp))
+
+
+def _usable_calls(judge: Judge, **filters: Any) -> Any:
+    """Return the judge's answered calls with usage (filtered further by `filters`), newest
+    first."""
+    return JudgeCall.objects.filter(
+        judge=judge,
+        outcome=JudgeCall.Outcome.OK,
+        input_tokens__isnull=False,
+        output_tokens__isnull=False,
+        **filters,
+    ).order_by("-id")
+
+
+def cached_share(judge: Judge, *, sample: int = CALIBRATION_CALLS) -> tuple[float, str]:
+    """Return (the cached share of input, 0-1; its basis in words) observed on the judge's
+    `sample` newest answered calls with usage sent at its current prompt_version, or (0.0,
+    "none assumed ...") when there is none: the share depends on the prompt's layout (see
+    the module docstring), so calls at another version do not count. One query."""
+    rows = list(
+        _usable_calls(judge, prompt_version=judge.prompt_version).values_list(
+            "input_tokens", "cached_tokens"
+        )[:sample]
+    )
+    tokens_in = sum(i for i, _ in rows)
+    if not tokens_in:
+        return 0.0, (
+            f"cached: none assumed (no call of {judge.judge_id} at prompt version "
+            f"{judge.prompt_version} reported usage yet; the share depends on the prompt's "
+            "layout)"
+        )
+    share = sum(c or 0 for _, c in rows) / tokens_in
+    return share, (
+        f"cached: {share:.0%} of input, as observed on {len(rows)} call"
+        f"{'s' if len(rows) != 1 else ''} at prompt version {judge.prompt_version}"
+    )
 
 
 def calibrate(judge: Judge, *, scale: list, sample: int = CALIBRATION_CALLS) -> Calibration:
     """Return the judge's token ratios from its `sample` newest answered calls whose usage is
-    known (any run, any edition), else the defaults (4 chars a token, max_tokens out, none
-    cached). Three queries."""
+    known (any run, any edition, any prompt version: each call's prompt rendered at the
+    version it was sent with), else the defaults (4 chars a token, max_tokens out); the
+    cached share from cached_share (calls at the judge's current prompt version only, else
+    none). Four queries."""
     rows = list(
-        JudgeCall.objects.filter(
-            judge=judge,
-            outcome=JudgeCall.Outcome.OK,
-            input_tokens__isnull=False,
-            output_tokens__isnull=False,
-        )
-        .order_by("-id")
-        .values_list(
-            "response_id", "key_entry_id", "input_tokens", "cached_tokens", "output_tokens"
+        _usable_calls(judge).values_list(
+            "response_id",
+            "key_entry_id",
+            "input_tokens",
+            "cached_tokens",
+            "output_tokens",
+            "prompt_version",
         )[:sample]
     )
     entries = _entries({r[1] for r in rows})
     responses = Response.objects.only("id", "text").in_bulk({r[0] for r in rows if r[0]})
-    chars = tokens_in = cached = out = n = 0
+    chars = tokens_in = out = n = 0
     memo: dict[tuple, int] = {}
-    for response_id, entry_id, i, c, o in rows:
+    for response_id, entry_id, i, _, o, version in rows:
         entry, response = entries.get(entry_id), responses.get(response_id)
         if entry is None or (response_id is not None and response is None):
             continue
-        key = (response_id, entry_id)
+        key = (response_id, entry_id, version)
         if key not in memo:
-            memo[key] = prompt_chars(entry, response, scale)
-        chars, tokens_in, cached, out, n = (
-            chars + memo[key],
-            tokens_in + i,
-            cached + (c or 0),
-            out + o,
-            n + 1,
-        )
+            memo[key] = prompt_chars(entry, response, scale, template_of(version))
+        chars, tokens_in, out, n = chars + memo[key], tokens_in + i, out + o, n + 1
+    share, cached_basis = cached_share(judge, sample=sample)
     if n and tokens_in:
-        ratio, per_call, share = chars / tokens_in, out / n, cached / tokens_in
+        ratio, per_call = chars / tokens_in, out / n
         return Calibration(
             ratio,
             per_call,
             share,
             f"input: {ratio:.2f} characters a token and output: {per_call:.1f} tokens a call, "
             f"observed on {n} call{'s' if n != 1 else ''} of {judge.judge_id} with usage; "
-            f"cached: {share:.0%} of input, as observed",
+            f"{cached_basis}",
         )
     max_tokens = judge_backend_config(judge).get("max_tokens") or _default_max_tokens()
     return Calibration(
         DEFAULT_CHARS_PER_TOKEN,
         float(max_tokens),
-        0.0,
+        share,
         f"input: {DEFAULT_CHARS_PER_TOKEN:g} characters a token (default: no call of "
         f"{judge.judge_id} reported usage yet); output: {max_tokens} tokens a call (its "
-        f"max_tokens, an upper bound); cached: none assumed",
+        f"max_tokens, an upper bound); {cached_basis}",
     )
 
 
@@ -193,7 +246,8 @@ def estimate_pairs(
 
     tokens_in = ceil(sum of the rendered prompts' characters / chars_per_token);
     tokens_cached = round(tokens_in x cached_share); tokens_out = ceil(pairs x out_per_call).
-    A prompt shared by several judges is rendered once. `calibrations` ({judge pk:
+    Each prompt is rendered at its judge's prompt_version (template_of); one shared by
+    several judges at the same version is rendered once. `calibrations` ({judge pk:
     Calibration}) is filled with the ones computed (calibrate) and reused when given.
     """
     calibrations = {} if calibrations is None else calibrations
@@ -202,9 +256,10 @@ def estimate_pairs(
     judges: dict[int, Judge] = {}
     memo: dict[tuple, int] = {}
     for judge, entry, response in pairs:
-        key = (entry.pk, response.pk if response is not None else None)
+        version = template_of(judge.prompt_version)
+        key = (entry.pk, response.pk if response is not None else None, version)
         if key not in memo:
-            memo[key] = prompt_chars(entry, response, scale)
+            memo[key] = prompt_chars(entry, response, scale, version)
         judges[judge.pk] = judge
         chars[judge.pk] = chars.get(judge.pk, 0) + memo[key]
         count[judge.pk] = count.get(judge.pk, 0) + 1
@@ -278,7 +333,7 @@ def estimate_run(
     The pairs are the run's own (rescore_needed_pairs / audit_needed_pairs, after
     graders_for: judges that cannot grade are left out with a note); each needed pair's
     prompt is rendered and measured (estimate_pairs). Reads only: the selectors' queries,
-    the needed responses and entries (two queries), and three per judge to calibrate.
+    the needed responses and entries (two queries), and four per judge to calibrate.
     """
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
     usable, notes = graders_for(judges, role=role)
@@ -301,7 +356,7 @@ def estimate_entry(entry: KeyEntry, judges: Sequence[Judge]) -> RunEstimate:
     For a key entry not saved yet (a pending correction's answer and citation, issue 18's
     per-proposal impact): the prompts are rendered from it exactly as a run renders a saved
     one (estimate_pairs). Reads the question's responses (one query) and calibrates each
-    judge (three queries per judge). Creates nothing and calls no judge.
+    judge (four queries per judge). Creates nothing and calls no judge.
     """
     usable, notes = graders_for(judges, role=Judge.Role.JUDGE)
     responses = list(Response.objects.filter(question_id=entry.question_id).only("id", "text"))

@@ -33,10 +33,10 @@ PRICES = {
 }
 
 
-def _prompt_chars_by_hand(response) -> int:
-    """The judge-v1 prompt's length, counted from the template file and the pair's texts
-    (each placeholder once), not by rendering it."""
-    template = (PROMPTS / "judge-v1.txt").read_text(encoding="utf-8")
+def _prompt_chars_by_hand(response, version: str = "judge-v1") -> int:
+    """The judge prompt's length at template `version`, counted from the template file and
+    the pair's texts (each placeholder once), not by rendering it."""
+    template = (PROMPTS / f"{version}.txt").read_text(encoding="utf-8")
     entry = response.question.key_entries.get()
     values = {
         "$question": response.question.text.strip(),
@@ -139,6 +139,53 @@ def test_the_ratios_are_calibrated_from_the_judges_observed_calls(tiny):
         + Decimal(160) * Decimal("10.00")
     ) / 10**6
     assert row.cost_live == cost
+
+
+def test_the_cached_share_comes_only_from_calls_at_the_judges_prompt_version(tiny):
+    """A new prompt layout (judge-v2 puts the shared part first) changes what the vendor
+    caches, so calls sent at judge-v1 do not say what judge-v2 will read from the cache:
+    the characters a token still calibrate from every call (each rendered at the version it
+    was sent with), the cached share from calls at the judge's current version only."""
+    j1 = tiny.judges[0]
+    run = ScoringRun.objects.create(benchmark=tiny.benchmark, edition=tiny.original)
+    r0, r1, r2 = tiny.responses[:3]
+    calls = [(r0, "v1", 300, 0, 30), (r1, "v1", 500, 200, 50)]
+
+    def record(rows):
+        for r, version, i, c, o in rows:
+            JudgeCall.objects.create(
+                run=run,
+                judge=j1,
+                response=r,
+                key_entry=r.question.key_entries.get(),
+                prompt_version=version,
+                outcome="ok",
+                input_tokens=i,
+                cached_tokens=c,
+                output_tokens=o,
+            )
+
+    record(calls)
+    Judge.objects.filter(pk=j1.pk).update(prompt_version="judge-v2")
+    j1.refresh_from_db()
+    (row,) = estimate_run(edition=tiny.original, judges=[j1]).judges
+    v2_chars = sum(_prompt_chars_by_hand(r, "judge-v2") for r in tiny.responses)
+    ratio = (_prompt_chars_by_hand(r0) + _prompt_chars_by_hand(r1)) / 800
+    assert row.tokens_in == math.ceil(v2_chars / ratio)  # judge-v2 prompts measured
+    assert row.tokens_cached == 0  # 25% cached at v1 says nothing about v2
+    assert "none assumed (no call of j1 at prompt version judge-v2" in row.basis
+    # one call at judge-v2: 900 input tokens, 600 of them cached
+    record([(r2, "judge-v2", 900, 600, 40)])
+    (row,) = estimate_run(edition=tiny.original, judges=[j1]).judges
+    ratio = (
+        _prompt_chars_by_hand(r0)
+        + _prompt_chars_by_hand(r1)
+        + _prompt_chars_by_hand(r2, "judge-v2")
+    ) / 1700
+    assert row.tokens_in == math.ceil(v2_chars / ratio)
+    assert row.tokens_cached == round(row.tokens_in * 600 / 900)
+    assert row.tokens_out == 4 * 40  # (30 + 50 + 40) / 3 a call
+    assert "cached: 67% of input, as observed on 1 call at prompt version judge-v2" in row.basis
 
 
 def test_an_audit_estimate_renders_the_auditor_prompt():
