@@ -12,11 +12,12 @@ their prompts, rendered again at the version each call was sent with), else
 DEFAULT_CHARS_PER_TOKEN (4: OpenAI's rule of thumb for English text, "a token is about 4
 characters"). Output tokens: the judge's observed mean per call, else its max_tokens (an
 upper bound). Cached tokens: the judge's observed cached share of input on calls sent at its
-current prompt_version, else none (an upper bound on the cost): how much of a prompt a vendor
-reads from its cache depends on the prompt's layout (issue 20 item 7: judge-v2 puts the part
-shared by a question's responses first, judge-v1 does not), so calls sent with another
-layout say nothing about it. Prompts are rendered at the judge's own prompt_version, as its
-backend renders them. Every estimate says which of these it used (`basis`).
+current prompt_version, else predicted from the prompts' layout (predict_cached): how much
+of a prompt a vendor reads from its cache depends on the layout (issue 20 item 7: judge-v2
+puts the part shared by a question's responses first, judge-v1 does not), so calls sent
+with another layout say nothing about it. Prompts are rendered at the judge's own
+prompt_version, as its backend renders them. Every estimate says which of these it used
+(`basis`).
 """
 
 from __future__ import annotations
@@ -51,12 +52,13 @@ RETRIES_NOTE = (
 
 class Calibration(NamedTuple):
     """A judge's token ratios: chars_per_token (prompt characters a token), out_per_call
-    (output tokens a call), cached_share (fraction 0-1 of input tokens read from the cache),
-    basis (how they were found, in words)."""
+    (output tokens a call), cached_share (fraction 0-1 of input tokens read from the cache,
+    as observed at the judge's prompt version; None when no call there says: then the
+    cache is predicted, predict_cached), basis (how they were found, in words)."""
 
     chars_per_token: float
     out_per_call: float
-    cached_share: float
+    cached_share: float | None
     basis: str
 
 
@@ -130,13 +132,43 @@ def prompt_chars(
     """Return the characters of the prompt a judge (response given) or an auditor (None) is
     sent for this pair, rendered as the backends render it: at template `version` (None:
     the role's default). FileNotFoundError for a version without a template."""
+    return prompt_parts(key_entry, response, scale, version)[0]
+
+
+def prompt_parts(
+    key_entry: KeyEntry, response: Response | None, scale: list, version: str | None = None
+) -> tuple[int, int]:
+    """Return (the prompt's characters, its shared prefix's characters) for this pair, as
+    prompt_chars renders it; the prefix is the JudgePrompt's (the text before the response,
+    the same for every response to the key entry's question); 0 for an auditor prompt (one
+    call an entry: nothing shared)."""
     from scoring.judges import render_auditor_prompt, render_judge_prompt
 
     if response is None:
         inp = audit_input(key_entry)
-        return len(render_auditor_prompt(inp, version) if version else render_auditor_prompt(inp))
+        text = render_auditor_prompt(inp, version) if version else render_auditor_prompt(inp)
+        return len(text), 0
     inp = grading_input_for(key_entry, response, scale)
-    return len(render_judge_prompt(inp, version) if version else render_judge_prompt(inp))
+    prompt = render_judge_prompt(inp, version) if version else render_judge_prompt(inp)
+    return len(prompt), len(prompt.prefix)
+
+
+def cache_min_tokens(judge: Judge) -> int | None:
+    """Return the fewest prompt tokens the judge's vendor caches: its backend_settings
+    `cache_min_tokens` (a positive int), else scoring.judges.DEFAULT_CACHE_MIN_TOKENS
+    (1,024: OpenAI's and Anthropic Sonnet/Opus's documented minimum; Anthropic Haiku's is
+    2,048, set it per judge); None for the reference backend, which caches nothing.
+    Raises JudgeConfigError naming the judge for a value that is not a positive int."""
+    from scoring.judges import DEFAULT_CACHE_MIN_TOKENS, JudgeConfigError
+
+    if judge.backend == "reference":
+        return None
+    value = (judge.backend_settings or {}).get("cache_min_tokens", DEFAULT_CACHE_MIN_TOKENS)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise JudgeConfigError(
+            f"judge {judge.judge_id}: cache_min_tokens must be a positive integer, got {value!r}"
+        )
+    return value
 
 
 def _usable_calls(judge: Judge, **filters: Any) -> Any:
@@ -151,11 +183,12 @@ def _usable_calls(judge: Judge, **filters: Any) -> Any:
     ).order_by("-id")
 
 
-def cached_share(judge: Judge, *, sample: int = CALIBRATION_CALLS) -> tuple[float, str]:
+def cached_share(judge: Judge, *, sample: int = CALIBRATION_CALLS) -> tuple[float | None, str]:
     """Return (the cached share of input, 0-1; its basis in words) observed on the judge's
-    `sample` newest answered calls with usage sent at its current prompt_version, or (0.0,
-    "none assumed ...") when there is none: the share depends on the prompt's layout (see
-    the module docstring), so calls at another version do not count. One query."""
+    `sample` newest answered calls with usage sent at its current prompt_version, or (None,
+    why there is none) when there is no such call: the share depends on the prompt's layout
+    (see the module docstring), so calls at another version do not count, and the estimate
+    predicts the cache instead (predict_cached). One query."""
     rows = list(
         _usable_calls(judge, prompt_version=judge.prompt_version).values_list(
             "input_tokens", "cached_tokens"
@@ -163,10 +196,9 @@ def cached_share(judge: Judge, *, sample: int = CALIBRATION_CALLS) -> tuple[floa
     )
     tokens_in = sum(i for i, _ in rows)
     if not tokens_in:
-        return 0.0, (
-            f"cached: none assumed (no call of {judge.judge_id} at prompt version "
-            f"{judge.prompt_version} reported usage yet; the share depends on the prompt's "
-            "layout)"
+        return None, (
+            f"no call of {judge.judge_id} at prompt version {judge.prompt_version} reported "
+            "usage yet"
         )
     share = sum(c or 0 for _, c in rows) / tokens_in
     return share, (
@@ -180,7 +212,7 @@ def calibrate(judge: Judge, *, scale: list, sample: int = CALIBRATION_CALLS) -> 
     known (any run, any edition, any prompt version: each call's prompt rendered at the
     version it was sent with), else the defaults (4 chars a token, max_tokens out); the
     cached share from cached_share (calls at the judge's current prompt version only, else
-    none). Four queries."""
+    None and the basis leaves the cache to predict_cached). Four queries."""
     rows = list(
         _usable_calls(judge).values_list(
             "response_id",
@@ -211,8 +243,8 @@ def calibrate(judge: Judge, *, scale: list, sample: int = CALIBRATION_CALLS) -> 
             per_call,
             share,
             f"input: {ratio:.2f} characters a token and output: {per_call:.1f} tokens a call, "
-            f"observed on {n} call{'s' if n != 1 else ''} of {judge.judge_id} with usage; "
-            f"{cached_basis}",
+            f"observed on {n} call{'s' if n != 1 else ''} of {judge.judge_id} with usage"
+            + (f"; {cached_basis}" if share is not None else ""),
         )
     max_tokens = judge_backend_config(judge).get("max_tokens") or _default_max_tokens()
     return Calibration(
@@ -221,7 +253,7 @@ def calibrate(judge: Judge, *, scale: list, sample: int = CALIBRATION_CALLS) -> 
         share,
         f"input: {DEFAULT_CHARS_PER_TOKEN:g} characters a token (default: no call of "
         f"{judge.judge_id} reported usage yet); output: {max_tokens} tokens a call (its "
-        f"max_tokens, an upper bound); {cached_basis}",
+        f"max_tokens, an upper bound)" + (f"; {cached_basis}" if share is not None else ""),
     )
 
 
@@ -235,6 +267,56 @@ def _entries(ids: Iterable[int]) -> dict[int, KeyEntry]:
     return KeyEntry.objects.select_related("question", "citation_document").in_bulk(list(ids))
 
 
+class CachePrediction(NamedTuple):
+    """What predict_cached expects a judge's vendor to cache: cached (input tokens read
+    from the cache), writes (input tokens written to it, billed at 1.25x: Anthropic only,
+    OpenAI's writes are free and unreported), basis (in words)."""
+
+    cached: int
+    writes: int
+    basis: str
+
+
+def predict_cached(
+    judge: Judge, groups: dict[Any, Sequence[int]], chars_per_token: float
+) -> CachePrediction:
+    """Return the cache a run's calls of `judge` should hit, predicted from the prompts'
+    layout, for a judge with no call at its prompt version to observe it on.
+
+    groups: {key entry pk: (pairs of this judge on it, its prompts' shared prefix in
+    characters)}. A run sends a question's pairs one after another (question-major,
+    scoring.services.pairs), so the first call of a group writes the prefix to the cache
+    and the other n - 1 read it, provided the prefix reaches the vendor's minimum
+    (cache_min_tokens): cached = sum of (n - 1) x prefix tokens over the groups whose
+    prefix tokens (prefix characters / chars_per_token) >= the minimum, else 0; writes =
+    the prefix tokens once a cached group for an anthropic judge. The reference backend
+    caches nothing. Raises JudgeConfigError for a bad cache_min_tokens.
+    """
+    minimum = cache_min_tokens(judge)
+    why = f"no call of {judge.judge_id} at prompt version {judge.prompt_version} reported usage"
+    if minimum is None:
+        return CachePrediction(0, 0, f"cached: none (the reference backend caches nothing; {why})")
+    cached = writes = 0.0
+    reached = 0
+    for n, prefix_chars in groups.values():
+        prefix_tokens = prefix_chars / chars_per_token
+        if prefix_chars and prefix_tokens >= minimum:
+            reached += 1
+            cached += (n - 1) * prefix_tokens
+            writes += prefix_tokens
+    if judge.backend != "anthropic":
+        writes = 0.0
+    wrote = f", {round(writes):,} written at 1.25x the input price" if writes else ""
+    return CachePrediction(
+        round(cached),
+        round(writes),
+        f"cached: {round(cached):,} tokens predicted from the prompts' layout ({reached} of "
+        f"{len(groups)} questions have a shared prefix of at least the cache minimum, "
+        f"{minimum:,} tokens; the first call of a question writes it, the others read "
+        f"it{wrote}; {why} yet)",
+    )
+
+
 def estimate_pairs(
     pairs: Sequence[tuple[Judge, KeyEntry, Response | None]],
     *,
@@ -245,7 +327,9 @@ def estimate_pairs(
     an audit), the rows a chunk or a run holds), sorted by judge id.
 
     tokens_in = ceil(sum of the rendered prompts' characters / chars_per_token);
-    tokens_cached = round(tokens_in x cached_share); tokens_out = ceil(pairs x out_per_call).
+    tokens_cached = round(tokens_in x cached_share) when the share was observed at the
+    judge's prompt version, else predicted from the prompts' shared prefixes
+    (predict_cached, with its cache writes priced); tokens_out = ceil(pairs x out_per_call).
     Each prompt is rendered at its judge's prompt_version (template_of); one shared by
     several judges at the same version is rendered once. `calibrations` ({judge pk:
     Calibration}) is filled with the ones computed (calibrate) and reused when given.
@@ -254,15 +338,19 @@ def estimate_pairs(
     chars: dict[int, int] = {}
     count: dict[int, int] = {}
     judges: dict[int, Judge] = {}
-    memo: dict[tuple, int] = {}
+    memo: dict[tuple, tuple[int, int]] = {}
+    # {judge pk: {key entry pk: [pairs, prefix characters]}}: the groups sharing a prefix.
+    groups: dict[int, dict[Any, list[int]]] = {}
     for judge, entry, response in pairs:
         version = template_of(judge.prompt_version)
         key = (entry.pk, response.pk if response is not None else None, version)
         if key not in memo:
-            memo[key] = prompt_chars(entry, response, scale, version)
+            memo[key] = prompt_parts(entry, response, scale, version)
         judges[judge.pk] = judge
-        chars[judge.pk] = chars.get(judge.pk, 0) + memo[key]
+        chars[judge.pk] = chars.get(judge.pk, 0) + memo[key][0]
         count[judge.pk] = count.get(judge.pk, 0) + 1
+        group = groups.setdefault(judge.pk, {}).setdefault(entry.pk, [0, memo[key][1]])
+        group[0] += 1
     out = []
     for pk in sorted(judges, key=lambda pk: judges[pk].judge_id):
         judge = judges[pk]
@@ -270,10 +358,19 @@ def estimate_pairs(
             calibrations[pk] = calibrate(judge, scale=scale)
         cal = calibrations[pk]
         tokens_in = math.ceil(chars[pk] / cal.chars_per_token)
+        basis = cal.basis
+        if cal.cached_share is None:
+            predicted = predict_cached(judge, groups[pk], cal.chars_per_token)
+            cached, writes = predicted.cached, predicted.writes
+            basis = f"{basis}; {predicted.basis}"
+        else:
+            cached, writes = round(tokens_in * cal.cached_share), 0
+        cached = min(tokens_in, cached)
         tokens = {
             "input_tokens": tokens_in,
-            "cached_tokens": min(tokens_in, round(tokens_in * cal.cached_share)),
+            "cached_tokens": cached,
             "output_tokens": math.ceil(count[pk] * cal.out_per_call),
+            "cache_write_tokens": min(writes, tokens_in - cached),
         }
         out.append(
             JudgeEstimate(
@@ -286,7 +383,7 @@ def estimate_pairs(
                 cost_live=tokens_cost(Prices.of(judge, "live"), **tokens),
                 cost_batch=tokens_cost(Prices.of(judge, "batch"), **tokens),
                 currency=judge.price_currency,
-                basis=cal.basis,
+                basis=basis,
             )
         )
     return out

@@ -33,10 +33,13 @@ PRICES = {
 }
 
 
-def _prompt_chars_by_hand(response, version: str = "judge-v1") -> int:
-    """The judge prompt's length at template `version`, counted from the template file and
-    the pair's texts (each placeholder once), not by rendering it."""
+def _prompt_chars_by_hand(response, version: str = "judge-v1", *, prefix: bool = False) -> int:
+    """The judge prompt's length at template `version` (or, `prefix`, of the text before
+    the response only), counted from the template file and the pair's texts (each
+    placeholder once), not by rendering it."""
     template = (PROMPTS / f"{version}.txt").read_text(encoding="utf-8")
+    if prefix:
+        template = template[: template.index("$response")]
     entry = response.question.key_entries.get()
     values = {
         "$question": response.question.text.strip(),
@@ -47,6 +50,8 @@ def _prompt_chars_by_hand(response, version: str = "judge-v1") -> int:
         "$scale_list": "0, 1, 2",
         "$scale_meaning": "  0 = wrong, 1 = partly right, 2 = right.",
     }
+    if prefix:
+        values = {k: v for k, v in values.items() if k in template}
     for name in values:
         assert template.count(name) == 1, name
     return len(template) - sum(len(n) for n in values) + sum(len(v) for v in values.values())
@@ -173,7 +178,9 @@ def test_the_cached_share_comes_only_from_calls_at_the_judges_prompt_version(tin
     ratio = (_prompt_chars_by_hand(r0) + _prompt_chars_by_hand(r1)) / 800
     assert row.tokens_in == math.ceil(v2_chars / ratio)  # judge-v2 prompts measured
     assert row.tokens_cached == 0  # 25% cached at v1 says nothing about v2
-    assert "none assumed (no call of j1 at prompt version judge-v2" in row.basis
+    assert "the reference backend caches nothing; no call of j1 at prompt version judge-v2" in (
+        row.basis
+    )
     # one call at judge-v2: 900 input tokens, 600 of them cached
     record([(r2, "judge-v2", 900, 600, 40)])
     (row,) = estimate_run(edition=tiny.original, judges=[j1]).judges
@@ -186,6 +193,96 @@ def test_the_cached_share_comes_only_from_calls_at_the_judges_prompt_version(tin
     assert row.tokens_cached == round(row.tokens_in * 600 / 900)
     assert row.tokens_out == 4 * 40  # (30 + 50 + 40) / 3 a call
     assert "cached: 67% of input, as observed on 1 call at prompt version judge-v2" in row.basis
+
+
+def _as_vendor_judge(judge, backend: str = "openai", **settings) -> None:
+    """Make `judge` a vendor judge at judge-v2 (no call yet) with `settings` added."""
+    Judge.objects.filter(pk=judge.pk).update(
+        backend=backend,
+        model="some-model",
+        prompt_version="judge-v2",
+        backend_settings={**judge.backend_settings, **settings},
+    )
+    judge.refresh_from_db()
+
+
+def test_with_no_call_at_its_version_the_cache_is_predicted_from_the_shared_prefix(tiny):
+    """2 questions x 2 responses: a run sends each question's two prompts one after the
+    other, the first writes the shared prefix to the cache, the second reads it: cached =
+    (2 - 1) x prefix tokens a question when the prefix reaches the cache minimum."""
+    j1 = tiny.judges[0]
+    _as_vendor_judge(j1, cache_min_tokens=50)
+    (row,) = estimate_run(edition=tiny.original, judges=[j1]).judges
+    firsts = {r.question_id: r for r in tiny.responses}.values()  # one response a question
+    prefix_tokens = [_prompt_chars_by_hand(r, "judge-v2", prefix=True) / 4 for r in firsts]
+    assert len(prefix_tokens) == 2 and min(prefix_tokens) >= 50
+    v2_chars = sum(_prompt_chars_by_hand(r, "judge-v2") for r in tiny.responses)
+    assert row.tokens_in == math.ceil(v2_chars / 4)
+    assert row.tokens_cached == round(sum(prefix_tokens))
+    assert 0 < row.tokens_cached < row.tokens_in / 2
+    live = (
+        Decimal(row.tokens_in - row.tokens_cached) * Decimal("2.50")
+        + Decimal(row.tokens_cached) * Decimal("1.25")
+        + Decimal(4 * 200) * 10
+    ) / 10**6
+    assert row.cost_live == live
+    assert "predicted from the prompts' layout (2 of 2 questions" in row.basis
+    assert "cache minimum, 50 tokens" in row.basis
+    # Anthropic bills the first call's write at 1.25x the input price
+    _as_vendor_judge(j1, backend="anthropic", cache_min_tokens=50)
+    (anthropic,) = estimate_run(edition=tiny.original, judges=[j1]).judges
+    writes = round(sum(prefix_tokens))  # one write a question
+    assert anthropic.tokens_cached == row.tokens_cached
+    assert anthropic.cost_live == live + Decimal(writes) * Decimal("2.50") * Decimal("0.25") / 10**6
+    assert f"{writes:,} written at 1.25x the input price" in anthropic.basis
+
+
+def test_a_prefix_below_the_cache_minimum_predicts_nothing_cached(tiny):
+    j1 = tiny.judges[0]
+    _as_vendor_judge(j1)  # no cache_min_tokens: the vendors' 1,024
+    (row,) = estimate_run(edition=tiny.original, judges=[j1]).judges
+    firsts = {r.question_id: r for r in tiny.responses}.values()
+    assert max(_prompt_chars_by_hand(r, "judge-v2", prefix=True) / 4 for r in firsts) < 1024
+    assert row.tokens_cached == 0
+    assert "(0 of 2 questions have a shared prefix of at least the cache minimum, 1,024" in (
+        row.basis
+    )
+
+
+def test_observed_calls_at_the_version_win_over_the_prediction(tiny):
+    j1 = tiny.judges[0]
+    _as_vendor_judge(j1, cache_min_tokens=50)
+    r0 = tiny.responses[0]
+    JudgeCall.objects.create(
+        run=ScoringRun.objects.create(benchmark=tiny.benchmark, edition=tiny.original),
+        judge=j1,
+        response=r0,
+        key_entry=r0.question.key_entries.get(),
+        prompt_version="judge-v2",
+        outcome="ok",
+        input_tokens=400,
+        cached_tokens=0,
+        output_tokens=30,
+    )
+    (row,) = estimate_run(edition=tiny.original, judges=[j1]).judges
+    assert row.tokens_cached == 0  # measured: nothing cached, whatever the prefix says
+    assert "cached: 0% of input, as observed on 1 call at prompt version judge-v2" in row.basis
+    assert "predicted" not in row.basis
+
+
+@pytest.mark.parametrize("bad", [0, -5, "1024", True, 2.5])
+def test_a_bad_cache_minimum_is_refused(tiny, bad):
+    from scoring.judges import JudgeConfig, JudgeConfigError
+
+    with pytest.raises(JudgeConfigError, match="cache_min_tokens must be"):
+        JudgeConfig.from_dict({"backend": "openai", "model": "m", "cache_min_tokens": bad})
+    assert (
+        JudgeConfig.from_dict({"backend": "openai", "model": "m", "cache_min_tokens": 256})
+    ).cache_min_tokens == 256
+    j1 = tiny.judges[0]
+    _as_vendor_judge(j1, cache_min_tokens=bad)
+    with pytest.raises(JudgeConfigError, match="judge j1: cache_min_tokens must be"):
+        estimate_run(edition=tiny.original, judges=[j1])
 
 
 def test_an_audit_estimate_renders_the_auditor_prompt():

@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .base import CONFIG_KEYS, JudgeBackend, JudgeConfig
+from .base import CONFIG_KEYS, DEFAULT_CACHE_MIN_TOKENS, JudgeBackend, JudgeConfig
 from .limits import LimiterTimeout, NullLimiter, RedisLimiter, get_limiter
 from .llm import AnthropicBackend, ChatBackend, OpenAIBackend
 from .parsing import is_truncated, parse_grade, parse_verdict
@@ -77,6 +77,7 @@ def limiter_for(
 __all__ = [
     "AUDITOR_PROMPT_VERSION",
     "CONFIG_KEYS",
+    "DEFAULT_CACHE_MIN_TOKENS",
     "JUDGE_PROMPT_VERSION",
     "REFERENCE_AUDITOR_VERSION",
     "REFERENCE_JUDGE_VERSION",

@@ -33,8 +33,15 @@ CONFIG_KEYS = frozenset(
         "concurrency",
         "rpm",
         "prompt_version",
+        "cache_min_tokens",
     }
 )
+
+# The fewest prompt tokens a vendor caches (the shared prefix must reach it): 1,024 for
+# OpenAI ("Prompt caching", platform.openai.com/docs/guides/prompt-caching) and for
+# Anthropic's Sonnet and Opus models; Anthropic's Haiku models need 2,048 ("Prompt caching",
+# docs.anthropic.com/en/docs/build-with-claude/prompt-caching), set per judge.
+DEFAULT_CACHE_MIN_TOKENS = 1024
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,10 @@ class JudgeConfig:
     prompt_version: the released template the model backends render (e.g. "judge-v2"; a
     key of scoring.judges.prompts.RELEASED_SHA256); None = the role's default
     (JUDGE_PROMPT_VERSION / AUDITOR_PROMPT_VERSION). The reference judge ignores it.
+    cache_min_tokens: the fewest prompt tokens the vendor's prompt cache takes (a positive
+    int; DEFAULT_CACHE_MIN_TOKENS = 1,024, OpenAI's and Anthropic Sonnet/Opus's documented
+    minimum; Anthropic Haiku's is 2,048): what scoring.estimate predicts the cache from
+    before a judge has calls at its prompt version. The reference judge caches nothing.
     """
 
     backend: str
@@ -66,6 +77,7 @@ class JudgeConfig:
     concurrency: int | None = None
     rpm: int | None = None
     prompt_version: str | None = None
+    cache_min_tokens: int = DEFAULT_CACHE_MIN_TOKENS
 
     @classmethod
     def from_dict(cls, config: Mapping[str, Any]) -> JudgeConfig:
@@ -106,6 +118,7 @@ class JudgeConfig:
         for key, default, low in (
             ("max_tokens", 1024, 1),
             ("max_retries", DEFAULT_MAX_RETRIES, 0),
+            ("cache_min_tokens", DEFAULT_CACHE_MIN_TOKENS, 1),
         ):
             value = config.get(key, default)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
