@@ -45,6 +45,7 @@ SETTING_KEYS = frozenset(
         "concurrency",
         "rpm",
         "json_mode",
+        "cache_min_tokens",
     }
 )
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
