@@ -12,7 +12,8 @@ write the seeded bundle of tests/bundle_factory.py (`--questions` of its 1,001, 
 2 judges) and import it, start tests/judge_server.py in this process (it reports usage
 as each vendor does and emulates their prompt caches; PrefixCache), point the bundle's
 judges at it - j-openai through the openai backend, j-anthropic through the anthropic
-backend - and give them a price set (PRICES: illustrative per-million list prices, set by
+backend - with the server's lowered cache minimum (RUN_MIN_TOKENS) as their
+cache_min_tokens, and give them a price set (PRICES: illustrative per-million list prices, set by
 this script; the product has none built in).
 
 Runs are started with `scoring.run_start` executed eagerly in this process
@@ -124,7 +125,13 @@ def set_up(args: argparse.Namespace) -> Context:
         sdk = BACKENDS[judge.judge_id]
         judge.backend, judge.model, judge.api_key_env = sdk, f"loopback-{sdk}", KEY_ENV
         judge.base_url = server.url + "/v1" if sdk == "openai" else server.url
-        judge.backend_settings = {"max_retries": 2, "timeout": 30}
+        # The runs' cache minimum is the emulated vendor's, and an admin sets a judge's
+        # cache_min_tokens to its vendor's minimum: the estimate predicts the cache from it.
+        judge.backend_settings = {
+            "max_retries": 2,
+            "timeout": 30,
+            "cache_min_tokens": RUN_MIN_TOKENS,
+        }
         judge.price_currency = "USD"
         for name, value in PRICES[judge.judge_id].items():
             setattr(judge, name, value)
@@ -413,14 +420,20 @@ def section_estimate(ctx: Context) -> list[str]:
         "  citations are denser than prose; a vendor's tokenizer differs again), output at",
         "  each judge's max_tokens (1,024), an upper bound the short JSON verdicts (33 tokens)",
         "  come nowhere near: a ceiling, not an estimate, as the basis says.",
-        "- (b) is calibrated on the judge-v1 run: input and output tokens are within 0.5%, but",
-        "  the cached share is the new layout's own (`scoring.estimate.cached_share`: calls at",
-        "  the judge's current prompt version only) and no judge-v2 call exists yet, so none is",
-        "  assumed and the cost is an upper bound (the full input price). Before the change",
-        "  the judge-v1 calls' share (0%) was used, the same figure here; mixing versions also",
-        "  put (c)'s cached share 10% low on a 10-question trial (20 of the 200 calibration",
-        "  calls per judge were judge-v1's). The cache writes (Anthropic, 1.25x) are not",
-        "  estimated: about 2.4% of the input, one per question and judge.",
+        "- (b) is calibrated on the judge-v1 run (input and output tokens). No judge-v2 call",
+        "  exists yet, so the new layout's cached share cannot be observed",
+        "  (`scoring.estimate.cached_share` counts calls at the judge's current prompt version",
+        "  only) and is predicted from the layout (`scoring.estimate.predict_cached`): every",
+        "  call of a question but the first reads the question's shared prefix (the judge-v2",
+        "  text before the response; its characters / the calibrated characters a token) from",
+        "  the cache when the prefix reaches the judge's `cache_min_tokens` (here the runs'",
+        f"  {RUN_MIN_TOKENS}, as an admin sets the vendor's minimum); Anthropic's first call of a",
+        "  question writes it at 1.25x the input price. The prediction runs a little high:",
+        "  OpenAI's cache (and the loopback's) reads in 128-token steps past the minimum, so",
+        "  the last part of a prefix is not read. At the vendors' 1,024 minimum the judge-v2",
+        "  prefixes (~535 tokens) are too short and nothing is predicted, as the cache",
+        "  section's replay measures. Before the prediction none was assumed: at full scale",
+        "  (b)'s cached tokens were -100% and its cost +88.4%.",
     ]
     return lines
 
