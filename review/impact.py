@@ -45,13 +45,15 @@ def attach_proposal_impacts(proposals: list[Any]) -> None:
             edition, [(p.pk, p.item.question.question_id, p.action) for p in group]
         )
         judges: list[Any] | None = None
+        calibrations: dict[int, Any] = {}  # each judge calibrated once for the whole page
         for p in group:
             p.impact, p.impact_edition = impacts.get(p.pk, {}), edition
             p.estimate_summary = ""
             if p.impact.get("kind") == "correct" and not p.impact["graders"].sentence:
                 if judges is None:
                     judges, _ = active_graders(edition)
-                p.estimate_summary = estimate_summary(estimate_entry(candidate_entry(p), judges))
+                estimate = estimate_entry(candidate_entry(p), judges, calibrations=calibrations)
+                p.estimate_summary = estimate_summary(estimate)
 
 
 def candidate_entry(proposal: Any) -> KeyEntry:

@@ -446,20 +446,28 @@ def estimate_run(
     return combine(estimate_pairs(rows, scale=scale), [*notes, RETRIES_NOTE])
 
 
-def estimate_entry(entry: KeyEntry, judges: Sequence[Judge]) -> RunEstimate:
+def estimate_entry(
+    entry: KeyEntry,
+    judges: Sequence[Judge],
+    *,
+    calibrations: dict[int, Calibration] | None = None,
+) -> RunEstimate:
     """Return what grading every response to `entry`'s question against `entry` would send
     and cost with `judges` (those that cannot grade left out with a note).
 
     For a key entry not saved yet (a pending correction's answer and citation, issue 18's
     per-proposal impact): the prompts are rendered from it exactly as a run renders a saved
     one (estimate_pairs). Reads the question's responses (one query) and calibrates each
-    judge (four queries per judge). Creates nothing and calls no judge.
+    judge (four queries per judge) unless `calibrations` ({judge pk: Calibration}, filled as
+    estimate_pairs fills it) already holds it: a page estimating several entries passes one
+    dict and calibrates each judge once. Creates nothing and calls no judge.
     """
     usable, notes = graders_for(judges, role=Judge.Role.JUDGE)
     responses = list(Response.objects.filter(question_id=entry.question_id).only("id", "text"))
     rows = [(judge, entry, response) for judge in usable for response in responses]
     scale = _scale(entry.question.benchmark.grade_scale)
-    return combine(estimate_pairs(rows, scale=scale), [*notes, RETRIES_NOTE])
+    judged = estimate_pairs(rows, scale=scale, calibrations=calibrations)
+    return combine(judged, [*notes, RETRIES_NOTE])
 
 
 def estimate_summary(estimate: RunEstimate) -> str:
