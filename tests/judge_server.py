@@ -493,10 +493,26 @@ class _Connection(asyncio.Protocol):
         wait, reply, record = self.server._respond(method, target, headers, raw)
         close = headers.get("connection", "").lower() == "close"
         if wait:
-            loop = asyncio.get_running_loop()
-            self.pending = loop.call_later(wait, self._send, reply, record, close)
+            self._wait_until(record.get("t", time.monotonic()) + wait, reply, record, close)
         else:
             self._send(reply, record, close)
+
+    def _wait_until(
+        self,
+        deadline: float,
+        reply: Callable[[], tuple[int, dict[str, Any], dict[str, str]]],
+        record: dict[str, Any],
+        close: bool,
+    ) -> None:
+        """Reply once time.monotonic() has reached `deadline`. A loop's timer may fire a
+        little early by the clock the record is kept in (uvloop schedules from libuv's cached
+        loop time, in whole milliseconds), so an early wake-up waits out the remainder."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            self._send(reply, record, close)
+            return
+        loop = asyncio.get_running_loop()
+        self.pending = loop.call_later(left, self._wait_until, deadline, reply, record, close)
 
     def _send(
         self,
