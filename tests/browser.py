@@ -70,3 +70,30 @@ def sign_in(page, base_url: str, username: str, password: str) -> None:
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(re.compile(r"^(?!.*/accounts/login/).*$"))
+
+
+class InFlight:
+    """The page's requests still waiting for an answer, to wait for exactly those.
+
+    Playwright's "networkidle" waits for 500 ms without any request after the last one, on
+    every page; a walk over a hundred pages spent most of its time there. `settle()` returns
+    as soon as no request is in flight (requests an htmx `load` trigger sends are started
+    before the load event `goto` waits for), or fails after `timeout` ms.
+    """
+
+    def __init__(self, page):
+        self.page = page
+        self.pending: set = set()
+        # Playwright wraps handlers by introspection: Python functions, not built-in methods.
+        page.on("request", lambda r: self.pending.add(r))
+        page.on("requestfinished", lambda r: self.pending.discard(r))
+        page.on("requestfailed", lambda r: self.pending.discard(r))
+
+    def settle(self, timeout: float = 10_000) -> None:
+        waited = 0.0
+        while self.pending:
+            if waited >= timeout:
+                urls = sorted(r.url for r in self.pending)
+                raise AssertionError(f"requests still in flight after {timeout} ms: {urls}")
+            self.page.wait_for_timeout(10)
+            waited += 10

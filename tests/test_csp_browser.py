@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from tests.browser import sign_in
+from tests.browser import InFlight, sign_in
 from tests.test_access_matrix import all_routes, build_path, build_world, expected_for, is_api
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -46,6 +46,7 @@ def test_no_page_breaks_the_content_security_policy(live_server, chromium, setti
     assert len(paths) >= 25, paths
     assert "/api/docs/" in paths and "/admin/" in paths
     page = chromium.new_page()
+    in_flight = InFlight(page)
     reported: list[str] = []
     page.on(
         "console",
@@ -63,7 +64,7 @@ def test_no_page_breaks_the_content_security_policy(live_server, chromium, setti
         if path == "/api/docs/":  # Swagger UI's inline <style> (config/urls.py); scripts alike
             policy = policy.replace("style-src 'self' 'unsafe-inline'", "style-src 'self'")
         assert policy == settings.SNAGLIST_CSP, path
-        page.wait_for_load_state("networkidle")
+        in_flight.settle()
     # Swagger UI drew the API from the schema (its init script is a separate file).
     page.goto(f"{live_server.url}/api/docs/")
     page.wait_for_selector(".swagger-ui .opblock", timeout=15000)

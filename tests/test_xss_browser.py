@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import ARTIFACTS
+from tests.browser import ARTIFACTS, InFlight
 from tests.test_xss import build_xss_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -31,6 +31,7 @@ def test_no_payload_runs_in_the_browser_on_any_page(live_server, browser, settin
     dialogs: list[str] = []
     hostile_requests: list[str] = []
     page = browser.new_page()
+    in_flight = InFlight(page)
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.on("request", lambda r: hostile_requests.append(r.url) if "xss" in r.url else None)
 
@@ -44,8 +45,8 @@ def test_no_payload_runs_in_the_browser_on_any_page(live_server, browser, settin
     ran: dict[str, str] = {}
     for path in world.pages:
         page.goto(f"{live_server.url}{path}")
-        page.wait_for_load_state("networkidle")
-        page.wait_for_timeout(150)  # let hx-trigger="load" and autofocus handlers fire
+        in_flight.settle()  # hx-trigger="load" requests answered
+        page.wait_for_timeout(50)  # and what they swapped in processed, autofocus fired
         # Hover and focus everything a payload could have hooked (onmouseover/onfocus).
         page.evaluate(
             """() => document.querySelectorAll('*').forEach(el => {
