@@ -19,7 +19,8 @@ Issue 7 item 6. Loopback only. Steps (all bounded):
    time, reading gunicorn's Server-Timing header (config.middleware.ServerTimingMiddleware,
    SNAGLIST_SERVER_TIMING=1): server wall and CPU ms and SQL queries per route;
 5. for `duration` s: browsers loop GET /review/ (random page) then 1-2 review item pages,
-   with a think time between page views; claimers loop claim (POST /review/next/ or
+   with a think time between page views, each user's first request after a uniform 0 to
+   think-max s (ramp-up; `--no-ramp-up` starts all at once); claimers loop claim (POST /review/next/ or
    POST /review/items/<id>/claim/ on one of the first queue rows, racing each other), then
    propose "confirm" (POST .../propose/ with the page's `version`) or release;
 6. check in PostgreSQL that no claim was lost or duplicated;
@@ -62,6 +63,7 @@ PASSWORD = "load-test-Pa55word!"
 REQUEST_TIMEOUT = 30.0
 SECTION = "## Load"
 GOAL_MS = 300.0
+RAMP_UP = True  # --no-ramp-up: every user's first request at the same instant (as before)
 
 ENV = {
     **os.environ,
@@ -230,7 +232,16 @@ def csrf(client) -> dict:
     return {"X-CSRFToken": client.cookies.get("csrftoken", ""), "Referer": BASE + "/review/"}
 
 
+async def ramp_up(think, rng):
+    """Wait a uniform 0..think-max s before a user's first request: users arrive spread over
+    one think time, as people do (Locust's spawn rate, k6's ramping users), not all 55 in the
+    same millisecond, which only measures a start-up queue of 55 requests on 4 workers."""
+    if RAMP_UP:
+        await asyncio.sleep(rng.uniform(0, think[1]))
+
+
 async def browser(stats, client, deadline, think, n_pages, rng):
+    await ramp_up(think, rng)
     while time.monotonic() < deadline:
         page = rng.randint(1, n_pages)
         r = await request(stats, client, "queue", "GET", f"/review/?page={page}")
@@ -244,6 +255,7 @@ async def browser(stats, client, deadline, think, n_pages, rng):
 
 
 async def claimer(stats, client, username, deadline, think, rng):
+    await ramp_up(think, rng)
     while time.monotonic() < deadline:
         item_id = None
         if rng.random() < 0.5:
@@ -587,7 +599,13 @@ def report(args, stats: Stats, check: dict, info: dict, load_avg: tuple) -> str:
         "  (action confirm, 70 %) or `release` (30 %) with it; CSRF via `X-CSRFToken`.",
         "",
         f"Every user waits a think time of {args.think_min:g}-{args.think_max:g} s (uniform) between",
-        "page views or actions — a closed loop of 55 users, not a flood; every request has a",
+        (
+            f"page views or actions, and 0-{args.think_max:g} s (uniform) before its first request"
+            if RAMP_UP
+            else "page views or actions; all users send their first request at the same instant"
+        ),
+        "(`--no-ramp-up`: all at the same instant, the start of the runs before) — a closed loop of",
+        f"{args.browsers + args.claimers} users, not a flood; every request has a",
         f"{REQUEST_TIMEOUT:g} s timeout. Latency is client-side (httpx, loopback), including queueing",
         "for a free gunicorn worker; *server* is gunicorn's own time for the request (the",
         "Server-Timing header of `config.middleware.ServerTimingMiddleware`, every middleware",
@@ -681,7 +699,12 @@ def main() -> None:
     parser.add_argument("--probe", type=int, default=20, help="unloaded rounds (0: none)")
     parser.add_argument("--no-setup", action="store_true", help="reuse the database as is")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--no-ramp-up", action="store_true", help="all users start at once (the old start)"
+    )
     args = parser.parse_args()
+    global RAMP_UP
+    RAMP_UP = not args.no_ramp_up
     args.duration = min(args.duration, 60.0)  # bounded
 
     if not args.no_setup:
