@@ -273,26 +273,45 @@ def post_data(route: Route, w: World) -> dict:
 
 
 def state() -> tuple:
-    """A fingerprint of everything a request could change (compared before/after)."""
+    """A fingerprint of everything a request could change (compared before/after).
+
+    One SQL statement (it runs before and after each of the ~2,000 requests; as ten ORM
+    queries it was 40 % of the matrix's time): for each table either its row count or its
+    rows' listed columns in primary-key order.
+    """
+    from django.db import connection
+
     from core.models import AuditLogEntry
     from questions.models import AuditExclusion, KeyEdition, KeyEntry
     from review.models import CitationCheck, Proposal, ReaderReport, ReviewItem
     from scoring.models import ScoringRun
 
-    return (
-        tuple(ReaderReport.objects.order_by("pk").values_list("pk", "spam")),
-        AuditLogEntry.objects.count(),
-        CitationCheck.objects.count(),
-        KeyEntry.objects.count(),
-        tuple(Proposal.objects.order_by("pk").values_list("pk", "status")),
-        tuple(
-            ReviewItem.objects.order_by("pk").values_list("pk", "status", "version", "claimed_by")
-        ),
-        tuple(KeyEdition.objects.order_by("pk").values_list("pk", "status")),
-        tuple(AuditExclusion.objects.order_by("pk").values_list("pk", "key_entry_id")),
-        tuple(ScoringRun.objects.order_by("pk").values_list("pk", "status")),
-        User.objects.count(),
-    )
+    q = connection.ops.quote_name
+
+    def rows(model, *fields: str) -> str:
+        pk = q(model._meta.pk.column)
+        cols = [pk, *(q(model._meta.get_field(f).column) for f in fields)]
+        text = " || ':' || ".join(f"coalesce({c}::text, '-')" for c in cols)
+        return f"(SELECT string_agg({text}, ',' ORDER BY {pk}) FROM {q(model._meta.db_table)})"
+
+    def count(model) -> str:
+        return f"(SELECT count(*) FROM {q(model._meta.db_table)})"
+
+    parts = [
+        rows(ReaderReport, "spam"),
+        count(AuditLogEntry),
+        count(CitationCheck),
+        count(KeyEntry),
+        rows(Proposal, "status"),
+        rows(ReviewItem, "status", "version", "claimed_by"),
+        rows(KeyEdition, "status"),
+        rows(AuditExclusion, "key_entry"),
+        rows(ScoringRun, "status"),
+        count(User),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(parts))
+        return cursor.fetchone()
 
 
 def _client(role: str, w: World, **kwargs) -> Client:
@@ -599,6 +618,24 @@ def publish_a_correction(w: World) -> World:
     return replace(
         w, draft_pk=draft.pk, erratum_edition="corrected-p", erratum_question=question.question_id
     )
+
+
+def test_the_state_fingerprint_sees_each_kind_of_change(world):
+    """state() (one SQL statement) tells apart a changed column, a new row and no change."""
+    from review.models import ReviewItem
+
+    before = state()
+    assert state() == before
+    sid = transaction.savepoint()
+    ReviewItem.objects.filter(pk=world.claimed_item_id).update(claimed_by=world.users["editor"])
+    assert state() != before
+    transaction.savepoint_rollback(sid)
+    assert state() == before
+    ReviewItem.objects.filter(pk=world.item_id).update(version=99)
+    assert state() != before
+    transaction.savepoint_rollback(sid)
+    User.objects.create(username="extra")
+    assert state() != before
 
 
 def test_a_public_benchmark_opens_its_public_pages_only(world, capsys):
