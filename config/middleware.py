@@ -162,6 +162,39 @@ class BadQueryMiddleware:
         return render(request, template, {"message": message}, status=400)
 
 
+class MethodNotAllowedPageMiddleware:
+    """Give a bare 405 (Django's `require_POST` and kin send no body) a page that says why.
+
+    A person who opens an action's address (`/review/next/`, a bookmark, a link pasted from
+    a form's target) got an empty page. HTML requests now get templates/405.html, status
+    405 and the `Allow` header kept; API routes (DRF answers in JSON), htmx requests and
+    responses that have a body of their own are left as they are.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (
+            response.status_code != 405
+            or getattr(response, "streaming", False)
+            or response.content
+            or request.path.startswith("/api/")
+            or request.headers.get("HX-Request") == "true"
+        ):
+            return response
+        from django.shortcuts import render
+
+        allowed = response.get("Allow", "")
+        page = render(
+            request, "405.html", {"allowed": allowed, "method": request.method}, status=405
+        )
+        if allowed:
+            page["Allow"] = allowed
+        return page
+
+
 class ServerTimingMiddleware:
     """Add a Server-Timing header: the request's wall and CPU time and its SQL (issue 18).
 

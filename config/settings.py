@@ -67,6 +67,7 @@ MIDDLEWARE = [
     "config.middleware.LoginRequiredMiddleware",
     # After the login check (anonymous users still go to the login page first).
     "config.middleware.BadQueryMiddleware",
+    "config.middleware.MethodNotAllowedPageMiddleware",
     # Last, as django-axes asks: it turns a lock-out into the response below.
     "axes.middleware.AxesMiddleware",
 ]

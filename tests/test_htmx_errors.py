@@ -71,3 +71,24 @@ def test_pages_tell_htmx_to_restore_history_as_a_page_load(client, admin, world)
     client.force_login(admin)
     body = client.get("/review/").content.decode()
     assert '"historyRestoreAsHxRequest": false' in body
+
+
+def test_opening_an_actions_address_says_it_is_not_a_page(client, reviewer):
+    """GET on a POST-only address (/review/next/) was Django's empty 405: now a page that
+    says what the address is, still 405 with its Allow header; the API keeps DRF's JSON and
+    an htmx request keeps the bare answer."""
+    client.force_login(reviewer)
+    response = client.get("/review/next/")
+    body = response.content.decode()
+    assert response.status_code == 405 and response["Allow"] == "POST"
+    assert "<html" in body and "Not a page" in body and "(POST only)" in body
+    htmx = client.get("/review/next/", HTTP_HX_REQUEST="true")
+    assert htmx.status_code == 405 and htmx.content == b""
+    api = client.put("/api/review/items/")
+    assert api.status_code == 405 and "detail" in api.json()
+
+
+def test_pages_name_the_site_icon(client, reviewer):
+    client.force_login(reviewer)
+    body = client.get("/review/").content.decode()
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in body
