@@ -25,6 +25,8 @@ from scoring import runs_selectors, services
 from scoring.costs import costs_of_runs
 from scoring.models import Judge, RunItem, ScoringRun
 from scoring.runs_permissions import can_manage_runs
+from scoring.services.batch_mode import OPEN_BATCH
+from scoring.services.tunables import batch_poll_seconds
 
 RUNS_SHOWN = 50
 FAILED_SHOWN = 200
@@ -204,7 +206,17 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(ScoringRun, pk=pk)
     try:
         services.scoring_run_cancel(run=run, user=request.user)
-        messages.success(request, f"Run {run.pk} cancelled.")
+        out = run.batches.filter(status__in=OPEN_BATCH).count()
+        messages.success(
+            request,
+            f"Run {run.pk} cancelled."
+            + (
+                f" Its {out} vendor batch{pluralize(out, 'es')} still out will be cancelled at"
+                f" the vendor at the next poll (every {batch_poll_seconds():g} s)."
+                if out
+                else ""
+            ),
+        )
     except DomainError as exc:
         messages.error(request, str(exc))
     return _back_to(request, run)

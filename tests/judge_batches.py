@@ -2,9 +2,10 @@
 Anthropic's Message Batches, enough for the official SDKs.
 
 OpenAI: POST /v1/files (multipart, purpose "batch"), GET /v1/files/{id}/content,
-POST /v1/batches, GET /v1/batches/{id}, GET /v1/batches. Anthropic: POST
-/v1/messages/batches, GET /v1/messages/batches/{id}, GET /v1/messages/batches/{id}/results,
-GET /v1/messages/batches.
+POST /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel, GET /v1/batches.
+Anthropic: POST /v1/messages/batches, GET /v1/messages/batches/{id}, POST
+/v1/messages/batches/{id}/cancel, GET /v1/messages/batches/{id}/results, GET
+/v1/messages/batches.
 
 Each request of a batch takes the next scripted Behaviour of the server (server.script /
 server.default), as a live call would: "ok" (and cut_off, malformed, refusal, no_usage)
@@ -33,10 +34,14 @@ _IDS = itertools.count(1)
 @dataclass(frozen=True)
 class BatchPlan:
     """How one submitted batch behaves: `polls` retrievals "in progress" before it ends;
-    `expire_after` (None: all ran) requests ran before the rest expired."""
+    `expire_after` (None: all ran) requests ran before the rest expired; once cancelled
+    (before it ended), it ends at the next look with its first `ran_before_cancel`
+    requests run and the rest cancelled (OpenAI: status "cancelled", error lines with code
+    "batch_cancelled"; Anthropic: results of type "canceled")."""
 
     polls: int = 0
     expire_after: int | None = None
+    ran_before_cancel: int = 0
 
 
 @dataclass
@@ -52,6 +57,7 @@ class _Batch:
     input_file_id: str = ""
     output_file_id: str | None = None
     error_file_id: str | None = None
+    cancelled: bool = False
 
     @property
     def ended(self) -> bool:
@@ -116,7 +122,10 @@ class BatchEndpoints:
         if method == "GET" and not rest:
             listed = [self._openai_batch(b) for b in self._newest("openai")]
             return 200, _page(listed), {}
-        batch = self.batches.get(rest[0]) if len(rest) == 1 else None
+        batch = self.batches.get(rest[0]) if rest else None
+        if method == "POST" and batch is not None and rest[1:] == ["cancel"]:
+            return self._cancel(batch, self._openai_batch)
+        batch = batch if len(rest) == 1 else None
         if method == "GET" and batch is not None:
             batch.polls_left -= 1
             return 200, self._openai_batch(batch), {}
@@ -129,15 +138,17 @@ class BatchEndpoints:
             out, err = [], []
             for i, (cid, code, payload) in enumerate(b.outcomes):
                 if i >= len(ran):
+                    code_, why = (
+                        ("batch_cancelled", "the batch was cancelled before it ran")
+                        if b.cancelled
+                        else ("batch_expired", "not run before the window closed")
+                    )
                     err.append(
                         {
                             "id": f"batch_req_{i}",
                             "custom_id": cid,
                             "response": None,
-                            "error": {
-                                "code": "batch_expired",
-                                "message": "not run before the window closed",
-                            },
+                            "error": {"code": code_, "message": why},
                         }
                     )
                 elif code == 200:
@@ -161,7 +172,11 @@ class BatchEndpoints:
             b.output_file_id = self._store(out)
             b.error_file_id = self._store(err)
         failed = sum(1 for _, code, _ in ran if code != 200)
-        status = "in_progress" if not b.ended else ("expired" if expired else "completed")
+        if b.cancelled:
+            status = "cancelled" if b.ended else "cancelling"
+            expired = False
+        else:
+            status = "in_progress" if not b.ended else ("expired" if expired else "completed")
         return {
             "id": b.batch_id, "object": "batch", "endpoint": "/v1/chat/completions",
             "errors": None, "input_file_id": b.input_file_id, "completion_window": "24h",
@@ -170,7 +185,8 @@ class BatchEndpoints:
             "in_progress_at": int(b.created), "expires_at": int(b.created) + 86400,
             "finalizing_at": None, "completed_at": int(time.time()) if b.ended else None,
             "failed_at": None, "expired_at": int(time.time()) if expired else None,
-            "cancelling_at": None, "cancelled_at": None,
+            "cancelling_at": int(b.created) if b.cancelled else None,
+            "cancelled_at": int(time.time()) if b.cancelled and b.ended else None,
             "request_counts": {"total": len(b.outcomes),
                                "completed": len(ran) - failed if b.ended else 0,
                                "failed": (len(b.outcomes) - len(ran) + failed) if b.ended else 0},
@@ -195,6 +211,8 @@ class BatchEndpoints:
             listed = [self._anthropic_batch(b) for b in self._newest("anthropic")]
             return 200, _page(listed), {}
         batch = self.batches.get(rest[0]) if rest else None
+        if method == "POST" and batch is not None and rest[1:] == ["cancel"]:
+            return self._cancel(batch, self._anthropic_batch)
         if method == "GET" and batch is not None and len(rest) == 1:
             batch.polls_left -= 1
             return 200, self._anthropic_batch(batch), {}
@@ -203,7 +221,7 @@ class BatchEndpoints:
             ran = self._ran(batch)
             for i, (cid, code, payload) in enumerate(batch.outcomes):
                 if i >= len(ran):
-                    result: dict[str, Any] = {"type": "expired"}
+                    result: dict[str, Any] = {"type": "canceled" if batch.cancelled else "expired"}
                 elif code == 200:
                     result = {"type": "succeeded", "message": payload}
                 else:
@@ -219,20 +237,22 @@ class BatchEndpoints:
             "processing": 0 if b.ended else len(b.outcomes),
             "succeeded": ok if b.ended else 0,
             "errored": len(ran) - ok if b.ended else 0,
-            "canceled": 0,
-            "expired": len(b.outcomes) - len(ran) if b.ended else 0,
+            "canceled": len(b.outcomes) - len(ran) if b.ended and b.cancelled else 0,
+            "expired": len(b.outcomes) - len(ran) if b.ended and not b.cancelled else 0,
         }
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(b.created))
         return {
             "id": b.batch_id,
             "type": "message_batch",
-            "processing_status": "ended" if b.ended else "in_progress",
+            "processing_status": (
+                "ended" if b.ended else "canceling" if b.cancelled else "in_progress"
+            ),
             "request_counts": counts,
             "created_at": stamp,
             "expires_at": stamp,
             "ended_at": stamp if b.ended else None,
             "archived_at": None,
-            "cancel_initiated_at": None,
+            "cancel_initiated_at": stamp if b.cancelled else None,
             "results_url": (
                 f"{self.server.url}/v1/messages/batches/{b.batch_id}/results" if b.ended else None
             ),
@@ -268,9 +288,25 @@ class BatchEndpoints:
         self.batches[batch_id] = batch
         return batch
 
+    def _cancel(self, b: _Batch, shape: Any) -> tuple:
+        """Cancel a batch that has not ended: it answers "cancelling" now and ends at the next
+        look with its first `plan.ran_before_cancel` requests run. An ended batch is refused
+        (409), as both vendors refuse it."""
+        if b.ended:
+            return (
+                409,
+                {"error": {"message": "batch has ended", "type": "invalid_request_error"}},
+                {},
+            )
+        b.cancelled = True
+        b.polls_left = 1
+        return 200, shape(b), {}
+
     @staticmethod
     def _ran(b: _Batch) -> list[tuple[str, int, dict[str, Any]]]:
         cut = len(b.outcomes) if b.plan.expire_after is None else b.plan.expire_after
+        if b.cancelled:
+            cut = min(cut, b.plan.ran_before_cancel)
         return b.outcomes[:cut]
 
     def _newest(self, vendor: str) -> list[_Batch]:

@@ -13,7 +13,9 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth.models import User
 from django.db.models import Sum
+from django.test import Client
 from django.utils import timezone
 
 import tests.judge_server as loopback
@@ -508,3 +510,72 @@ def test_rescore_batch_makes_a_batch_run(data, judge_server):
     assert JudgeBatch.objects.get().requests == PAIRS
     with pytest.raises(CommandError, match="--batch is for a new run"):
         call_command("rescore", "--resume", "--batch", stdout=StringIO(), stderr=StringIO())
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("sdk", SDKS)
+def test_a_cancelled_runs_batch_is_cancelled_at_the_vendor_and_what_ran_is_kept(
+    sdk, data, judge_server
+):
+    """Cancelling a batch-mode run cancels its batch at the vendor at the next poll (once);
+    the requests the vendor had run come back, are stored and paid once; the others are
+    not billed and not sent again (the run is cancelled)."""
+    judge_server.default = loopback.ok(GRADE_1)
+    judge_server.plan_batches(BatchPlan(polls=5, ran_before_cancel=2))
+    run = _batch_run(data, judge_server, sdk)
+    batch = JudgeBatch.objects.get(run=run)
+    admin = User.objects.create_superuser("runs-admin", password="x-long-enough-pass-1")
+    client = Client()
+    client.force_login(admin)
+    page = client.post(f"/runs/{run.pk}/cancel/", follow=True).content.decode()
+    assert (
+        f"Run {run.pk} cancelled. Its 1 vendor batch still out will be cancelled at the vendor"
+        " at the next poll (every 60 s)." in page
+    )
+    assert not [p for p in judge_server.paths if p.endswith("/cancel")]
+    poll_batches.delay()  # cancel sent; the vendor says it is cancelling
+    batch.refresh_from_db()
+    cancels = [p for p in judge_server.paths if p.endswith("/cancel")]
+    assert cancels == [f"{'/v1/batches' if sdk == 'openai' else '/v1/messages/batches'}"
+                       f"/{batch.vendor_batch_id}/cancel"]  # fmt: skip
+    assert batch.status == "submitted"
+    assert batch.vendor_status == ("cancelling" if sdk == "openai" else "canceling")
+    assert "its run was cancelled: cancel sent to" in batch.detail
+    poll_batches.delay()  # ended: settled
+    poll_batches.delay()  # nothing left to look at
+    batch.refresh_from_db()
+    assert [p for p in judge_server.paths if p.endswith("/cancel")] == cancels  # once
+    assert batch.status == "settled"
+    assert batch.counts == {"succeeded": 2, "canceled": PAIRS - 2}
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert Grade.objects.filter(run=run).count() == 2
+    ledger = _ledger(run)
+    assert (ledger["batch_ok"], ledger["live_ok"], ledger["retry"]) == (2, 0, PAIRS - 2)
+    # no live call and no second batch for the cancelled pairs
+    assert not [p for p in judge_server.paths if p.endswith(("/chat/completions", "/messages"))]
+    assert len(judge_server.batch_api.batches) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancelled_runs_batch_the_vendor_never_got_is_not_sent(data, judge_server, monkeypatch):
+    """A batch the vendor never got (its submit failed), of a run cancelled meanwhile: the
+    poller finds no such batch at the vendor and closes it instead of sending it."""
+    from scoring.judges import JudgeUnavailable
+    from scoring.judges.batch import OpenAIBatchAPI
+
+    def down(self, requests, tag):
+        raise JudgeUnavailable("connection error calling the vendor")
+
+    monkeypatch.setattr(OpenAIBatchAPI, "submit", down)
+    run = _batch_run(data, judge_server, "openai")
+    monkeypatch.undo()
+    monkeypatch.setenv(KEY_ENV, "sk-batch-test-not-a-secret")
+    assert JudgeBatch.objects.get(run=run).status == "preparing"
+    services.scoring_run_cancel(run=run)
+    poll_batches.delay()
+    batch = JudgeBatch.objects.get(run=run)
+    assert batch.status == "failed" and "not sent: its run was cancelled" in batch.detail
+    assert judge_server.batch_api.batches == {}
+    assert not [p for p in judge_server.paths if p.endswith(("/chat/completions", "/messages"))]
+    assert Grade.objects.filter(run=run).count() == 0

@@ -82,6 +82,7 @@ class BatchAPI(ABC):
     """One judge's batch API over its live backend (see the module docstring)."""
 
     vendor: str = ""
+    CANCELLABLE: frozenset[str] = frozenset()  # vendor statuses a cancel can still stop
 
     def __init__(self, backend: ChatBackend) -> None:
         self.backend = backend
@@ -127,6 +128,12 @@ class BatchAPI(ABC):
         """Return the batch's state at the vendor."""
 
     @abstractmethod
+    def cancel(self, batch_id: str) -> BatchState:
+        """Ask the vendor to stop the batch; return its state (not ended yet as a rule: the
+        vendor ends it shortly after, with the requests it had run; the others come back
+        "canceled" or without a result, and are not billed)."""
+
+    @abstractmethod
     def results(self, state: BatchState) -> Iterator[BatchResult]:
         """Yield the results of an ended batch (any order; a request may have none)."""
 
@@ -142,6 +149,8 @@ class OpenAIBatchAPI(BatchAPI):
 
     vendor = "openai"
     ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
+    # States a cancel can still stop (OpenAI Batch API: validating, in_progress, finalizing).
+    CANCELLABLE = frozenset({"validating", "in_progress", "finalizing"})
 
     def request(self, cid: str, inp: GradingInput) -> dict[str, Any]:
         body = self.backend._body(self.prompt(inp), self.backend.config.max_tokens)
@@ -164,6 +173,9 @@ class OpenAIBatchAPI(BatchAPI):
 
     def retrieve(self, batch_id: str) -> BatchState:
         return self._state(self._call(self.client().batches.retrieve, batch_id))
+
+    def cancel(self, batch_id: str) -> BatchState:
+        return self._state(self._call(self.client().batches.cancel, batch_id))
 
     def _state(self, batch: Any) -> BatchState:
         counts = batch.request_counts.model_dump() if batch.request_counts else {}
@@ -205,6 +217,7 @@ class AnthropicBatchAPI(BatchAPI):
     """Anthropic's Message Batches over an AnthropicBackend."""
 
     vendor = "anthropic"
+    CANCELLABLE = frozenset({"in_progress"})  # processing_status; "canceling" is on its way
 
     def request(self, cid: str, inp: GradingInput) -> dict[str, Any]:
         params = dict(self.backend._request(self.prompt(inp), self.backend.config.max_tokens))
@@ -216,6 +229,9 @@ class AnthropicBatchAPI(BatchAPI):
 
     def retrieve(self, batch_id: str) -> BatchState:
         return self._state(self._call(self.client().messages.batches.retrieve, batch_id))
+
+    def cancel(self, batch_id: str) -> BatchState:
+        return self._state(self._call(self.client().messages.batches.cancel, batch_id))
 
     @staticmethod
     def _state(batch: Any) -> BatchState:

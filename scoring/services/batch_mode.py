@@ -18,7 +18,11 @@ Exactly once, step by step:
    carry no metadata, a recent batch still running cannot be told apart, so the decision
    waits until it has ended. A batch is therefore paid once, unless the vendor's listing
    leaves out a batch it accepted (its list is newest first; we read 200 back).
-4. Poll (`poll_batches`, the `scoring.poll_batches` beat task). Every open batch's leases
+4. Poll (`poll_batches`, the `scoring.poll_batches` beat task). A batch whose run was
+   cancelled is cancelled at the vendor (BatchAPI.cancel, once: while the vendor's status
+   is still one a cancel can stop); it then ends with the requests the vendor had run,
+   which are settled like any others (they are billed), and a batch of a cancelled run
+   that was never confirmed sent is not sent again. Every open batch's leases
    are renewed and its run reported on (heal_runs leaves its pairs alone, and the run page
    does not call the run stalled); the batch is retrieved, and an ended one is settled
    under a row lock on its JudgeBatch, in ONE transaction that ends with its status
@@ -283,8 +287,9 @@ def renew_batch_leases(batch: JudgeBatch) -> int:
 
 def poll_batch(pk: int, report: PollReport) -> None:
     """Poll one open batch: renew its leases, then under its row lock send it (a
-    "preparing" one: found at the vendor by its tag, or sent again), or retrieve it and
-    settle it once it has ended. A batch another poller holds is skipped."""
+    "preparing" one: found at the vendor by its tag, or sent again unless its run was
+    cancelled), or retrieve it (cancel it at the vendor instead, once, when its run was
+    cancelled) and settle it once it has ended. A batch another poller holds is skipped."""
     batch = JudgeBatch.objects.select_related("run__benchmark", "judge").filter(pk=pk).first()
     if batch is None or batch.status not in OPEN_BATCH:
         return
@@ -307,7 +312,13 @@ def poll_batch(pk: int, report: PollReport) -> None:
         if not locked.vendor_batch_id:
             _recover(locked, batch, api, report)
             return
-        state = api.retrieve(locked.vendor_batch_id)
+        if batch.run.status == ScoringRun.Status.CANCELLED and locked.vendor_status in (
+            api.CANCELLABLE
+        ):
+            state = api.cancel(locked.vendor_batch_id)
+            _note(pk, f"its run was cancelled: cancel sent to {locked.vendor}")
+        else:
+            state = api.retrieve(locked.vendor_batch_id)
         JudgeBatch.objects.filter(pk=pk).update(
             polls=F("polls") + 1, vendor_status=state.vendor_status, counts=state.counts
         )
@@ -327,8 +338,11 @@ def _recover(locked: JudgeBatch, batch: JudgeBatch, api: Any, report: PollReport
     if found is False:
         _note(locked.pk, "a recent vendor batch may be this one: looking again once it ends")
         return
-    if found:
+    if found:  # adopted; a cancelled run's batch is cancelled at the next poll
         record_submitted(locked.pk, api.retrieve(found))
+        return
+    if batch.run.status == ScoringRun.Status.CANCELLED:
+        _give_back(locked, batch, {}, "not sent: its run was cancelled", report)
         return
     work = _held_work(locked, batch.judge)
     if not work:  # every pair was settled elsewhere meanwhile: nothing to send
