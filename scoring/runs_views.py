@@ -25,6 +25,7 @@ from scoring import runs_selectors, services
 from scoring.costs import costs_of_runs
 from scoring.models import Judge, RunItem, ScoringRun
 from scoring.runs_permissions import can_manage_runs
+from scoring.selectors import panel_drift
 from scoring.services.batch_mode import OPEN_BATCH
 from scoring.services.tunables import batch_poll_seconds
 
@@ -79,7 +80,10 @@ def runs(request: HttpRequest) -> HttpResponse:
         "benchmark__name", "created_at", "id"
     )
     context["editions"] = editions
-    context["benchmarks"] = Benchmark.objects.order_by("name")
+    context["benchmarks"] = list(Benchmark.objects.order_by("name"))
+    context["panel_drift"] = [
+        (b.name, said) for b in context["benchmarks"] if (said := panel_drift(b))
+    ]
     return render(request, "scoring/runs.html", context)
 
 

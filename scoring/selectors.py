@@ -148,6 +148,42 @@ def panel_judges(benchmark: Benchmark) -> list[JudgeRef]:
     ]
 
 
+def panel_drift(benchmark: Benchmark) -> list[str]:
+    """Say, one sentence a judge, where a re-score would grade with something the judge
+    panel does not count (methodology rule 12): an active judge whose current prompt
+    version is not the one the panel pins, or an active judge not on the panel. [] when
+    they agree or the benchmark has no panel (then every active judge counts). Two queries.
+    """
+    panel = {j.judge_id: j.prompt_version for j in panel_judges(benchmark)}
+    if not panel:
+        return []
+    said, moved = [], dict(panel)
+    for jid, version in (
+        Judge.objects.filter(benchmark=benchmark, role=Judge.Role.JUDGE, active=True)
+        .order_by("judge_id")
+        .values_list("judge_id", "prompt_version")
+    ):
+        pinned = panel.get(jid)
+        if pinned is None:
+            said.append(
+                f"{jid} is not on the judge panel: its grades count in no published figure."
+            )
+        elif pinned != version:
+            moved[jid] = version
+            said.append(
+                f"{jid} now grades with prompt {version}, but the judge panel counts its "
+                f"{pinned} grades: a re-score adds {version} grades that no figure uses until "
+                "the panel is moved."
+            )
+    if moved != panel:
+        spec = ",".join(f"{j}@{v}" for j, v in sorted(moved.items()))
+        said.append(
+            "To count the panel's judges at the versions they grade with now: "
+            f"manage.py panel --benchmark {benchmark.name} --set {spec}"
+        )
+    return said
+
+
 def resolve_judges(benchmark: Benchmark, judge_ids: list[str] | None = None) -> JudgeSet:
     """Return the judges whose grades count: the one place the default set is chosen.
 

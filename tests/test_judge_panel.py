@@ -191,3 +191,37 @@ def test_import_seats_the_bundles_judges_once_and_keeps_the_panel_after(tmp_path
     assert [m["judge"] for m in panel_state(bench)] == [bundle_judges[0]]
     assert any("not on the judge panel" in w for w in result.warnings)
     assert resolve_judges(bench).kind == "panel"
+
+
+def test_the_runs_page_says_where_the_judges_and_the_panel_differ(tiny, client):
+    """A re-score grades at each judge's current prompt version; the panel counts its pinned
+    versions. The Runs page says so before an admin starts a run that no figure would use."""
+    from scoring.selectors import panel_drift
+
+    bench = tiny["benchmark"]
+    assert panel_drift(bench) == []
+    j1 = tiny["judges"]["j1"]
+    j1.prompt_version = "v2"
+    j1.save()
+    Judge.objects.create(benchmark=bench, judge_id="j3", name="j3", vendor="v3")
+    name = bench.name
+    assert panel_drift(bench) == [
+        "j1 now grades with prompt v2, but the judge panel counts its v1 grades: a re-score "
+        "adds v2 grades that no figure uses until the panel is moved.",
+        "j3 is not on the judge panel: its grades count in no published figure.",
+        "To count the panel's judges at the versions they grade with now: "
+        f"manage.py panel --benchmark {name} --set j1@v2,j2@v1",
+    ]
+    client.force_login(UserFactory(username="root", is_superuser=True, is_staff=True))
+    page = client.get("/runs/").content.decode()
+    assert f"{name}: the judges and the judge panel differ." in page
+    assert "j1 now grades with prompt v2" in page and "j3 is not on the judge panel" in page
+    from django.core.management import call_command
+
+    call_command("panel", "--benchmark", name, "--set", "j1@v2,j2@v1")  # the command said
+    assert panel_drift(bench) == [
+        "j3 is not on the judge panel: its grades count in no published figure."
+    ]
+    judge_panel_set(benchmark=bench, members=[("j1", "v2"), ("j2", None), ("j3", None)])
+    assert panel_drift(bench) == []
+    assert "the judges and the judge panel differ" not in client.get("/runs/").content.decode()
