@@ -44,6 +44,7 @@ from scoring.services.pairs import audit_needed_pairs, graders_for, rescore_need
 DEFAULT_CHARS_PER_TOKEN = 4.0
 # The judge's newest answered calls with usage that calibrate its ratios.
 CALIBRATION_CALLS = 200
+NO_GRADER_NOTE = "no judge can grade: none has a backend and is active"
 RETRIES_NOTE = (
     "calls = pairs: calls asked again (rate limits, cut-off or unparsed replies) are not "
     "included, so a run can make a few more"
@@ -434,6 +435,8 @@ def estimate_run(
     """
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
     usable, notes = graders_for(judges, role=role)
+    if not usable:
+        notes = [NO_GRADER_NOTE, *notes]
     if kind == ScoringRun.Kind.AUDIT:
         needed = audit_needed_pairs(edition=edition, auditors=usable)
     else:
@@ -472,10 +475,15 @@ def estimate_entry(
 
 def estimate_summary(estimate: RunEstimate) -> str:
     """Return the estimate in one British-English sentence for the pages: "about N calls,
-    ~T tokens, cost X live / Y batch" or "... cost unknown: judge J has no price"."""
+    ~T tokens, cost X live / Y batch", "... cost unknown: judge J has no price", "nothing
+    to grade: ..." or, when no judge can grade, "no judge can grade (why each was
+    skipped): ..."."""
     tokens = estimate.tokens_in + estimate.tokens_out
     text = f"about {estimate.calls:,} call{'s' if estimate.calls != 1 else ''}, ~{tokens:,} tokens"
     if not estimate.calls:
+        if NO_GRADER_NOTE in estimate.notes:
+            skipped = "; ".join(n for n in estimate.notes if ": skipped, " in n)
+            return f"no judge can grade ({skipped or 'none is set up'}): no call, no cost"
         return "nothing to grade: no call, no cost"
     if estimate.cost_live is None:
         return f"{text}, cost unknown: {estimate.cost_unknown_reason()}"

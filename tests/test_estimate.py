@@ -337,6 +337,28 @@ def test_rescore_dry_run_text_and_audit_key_dry_run(tiny):
     assert ScoringRun.objects.count() == 0
 
 
+def test_with_no_judge_able_to_grade_the_estimate_says_so_not_nothing_to_grade(tiny):
+    """8 pairs lack a grade but no judge can grade them: "no judge can grade" with why each
+    was skipped, not "nothing to grade"; with a judge able to grade and nothing lacking a
+    grade, "nothing to grade"."""
+    j1, j2 = tiny.judges
+    Judge.objects.filter(pk=j1.pk).update(backend="")
+    Judge.objects.filter(pk=j2.pk).update(active=False)
+    judges = list(Judge.objects.filter(pk__in=[j1.pk, j2.pk]).order_by("judge_id"))
+    estimate = estimate_run(edition=tiny.original, judges=judges)
+    assert (estimate.needed, estimate.calls) == (0, 0)
+    assert estimate_summary(estimate) == (
+        "no judge can grade (j1: skipped, no backend (imported grades only); j2: skipped, "
+        "inactive): no call, no cost"
+    )
+    assert estimate.as_json()["notes"][0] == "no judge can grade: none has a backend and is active"
+    Judge.objects.filter(pk=j2.pk).update(active=True)
+    judges = list(Judge.objects.filter(pk__in=[j1.pk, j2.pk]).order_by("judge_id"))
+    assert estimate_summary(estimate_run(edition=tiny.original, judges=judges)).startswith(
+        "about 4 calls"
+    )
+
+
 def test_the_estimate_api_and_fragment(tiny, client):
     from django.contrib.auth.models import User
 
