@@ -44,7 +44,7 @@ from scoring.services.pairs import audit_needed_pairs, graders_for, rescore_need
 DEFAULT_CHARS_PER_TOKEN = 4.0
 # The judge's newest answered calls with usage that calibrate its ratios.
 CALIBRATION_CALLS = 200
-NO_GRADER_NOTE = "no judge can grade: none has a backend and is active"
+NO_GRADER_NOTE = "no judge can grade: each one given was skipped"
 RETRIES_NOTE = (
     "calls = pairs: calls asked again (rate limits, cut-off or unparsed replies) are not "
     "included, so a run can make a few more"

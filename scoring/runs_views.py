@@ -144,8 +144,10 @@ def run_estimate(request: HttpRequest) -> HttpResponse:
     if kind not in ScoringRun.Kind.values:
         return HttpResponse(f"kind: unknown run kind {kind!r} (grade or audit).", status=400)
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
-    judges, _ = services.active_graders(edition, role=role)
-    estimate = estimate_run(edition=edition, judges=judges, kind=kind)
+    # every judge of the role: the estimate leaves out those that cannot grade, saying why
+    estimate = estimate_run(
+        edition=edition, judges=list(services.benchmark_graders(edition, role=role)), kind=kind
+    )
     context = {
         "estimate": estimate,
         "summary": estimate_summary(estimate),

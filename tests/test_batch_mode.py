@@ -541,7 +541,9 @@ def test_a_cancelled_runs_batch_is_cancelled_at_the_vendor_and_what_ran_is_kept(
     assert batch.status == "submitted"
     assert batch.vendor_status == ("cancelling" if sdk == "openai" else "canceling")
     assert "its run was cancelled: cancel sent to" in batch.detail
-    poll_batches.delay()  # ended: settled
+    settled = poll_batches.delay().get()  # ended: settled
+    assert settled["settled"] == [batch.pk]
+    assert settled["again"] == {"live": {}, "batch": {}}  # nothing queued
     poll_batches.delay()  # nothing left to look at
     batch.refresh_from_db()
     assert [p for p in judge_server.paths if p.endswith("/cancel")] == cancels  # once
@@ -552,6 +554,11 @@ def test_a_cancelled_runs_batch_is_cancelled_at_the_vendor_and_what_ran_is_kept(
     assert Grade.objects.filter(run=run).count() == 2
     ledger = _ledger(run)
     assert (ledger["batch_ok"], ledger["live_ok"], ledger["retry"]) == (2, 0, PAIRS - 2)
+    for call in JudgeCall.objects.filter(run=run, outcome="retry"):
+        assert call.detail.endswith("; not sent again: its run was cancelled"), call.detail
+    pending = RunItem.objects.filter(run=run, state="pending")
+    assert pending.count() == PAIRS - 2 and not pending.exclude(holder="").exists()  # released
+    assert not PairLease.objects.filter(run=run).exists()
     # no live call and no second batch for the cancelled pairs
     assert not [p for p in judge_server.paths if p.endswith(("/chat/completions", "/messages"))]
     assert len(judge_server.batch_api.batches) == 1
@@ -579,3 +586,42 @@ def test_a_cancelled_runs_batch_the_vendor_never_got_is_not_sent(data, judge_ser
     assert judge_server.batch_api.batches == {}
     assert not [p for p in judge_server.paths if p.endswith(("/chat/completions", "/messages"))]
     assert Grade.objects.filter(run=run).count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("sdk", SDKS)
+def test_a_batch_that_ended_before_its_cancel_is_settled_not_cancelled(sdk, data, judge_server):
+    """The run is cancelled after the vendor ended its batch (between two polls): the poll
+    sees the batch ended, sends no cancel and settles it; nothing is left open."""
+    judge_server.default = loopback.ok(GRADE_1)
+    run = _batch_run(data, judge_server, sdk)  # the loopback batch ends at the first look
+    services.scoring_run_cancel(run=run)
+    poll_batches.delay()
+    batch = JudgeBatch.objects.get(run=run)
+    assert batch.status == "settled" and batch.counts == {"succeeded": PAIRS}
+    assert not [p for p in judge_server.paths if p.endswith("/cancel")]
+    assert Grade.objects.filter(run=run).count() == PAIRS
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refused_cancel_is_noted_and_the_batch_still_settles(data, judge_server, monkeypatch):
+    """A cancel the vendor refuses (it ended the batch between our look and our cancel)
+    does not keep the batch open: noted, and settled at the next poll."""
+    from scoring.judges import JudgeConfigError
+    from scoring.judges.batch import OpenAIBatchAPI
+
+    judge_server.plan_batches(BatchPlan(polls=1))
+    run = _batch_run(data, judge_server, "openai")
+    services.scoring_run_cancel(run=run)
+
+    def refused(self, batch_id):
+        raise JudgeConfigError("batch API: HTTP 409 batch has ended")
+
+    monkeypatch.setattr(OpenAIBatchAPI, "cancel", refused)
+    poll_batches.delay()  # in progress: cancel refused, noted
+    batch = JudgeBatch.objects.get(run=run)
+    assert batch.status == "submitted"
+    assert "the vendor refused the cancel: batch API: HTTP 409 batch has ended" in batch.detail
+    poll_batches.delay()  # ended: settled
+    batch.refresh_from_db()
+    assert batch.status == "settled" and Grade.objects.filter(run=run).count() == PAIRS

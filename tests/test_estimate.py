@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 from django.urls import reverse
 
 from scoring.estimate import estimate_run, estimate_summary
@@ -339,8 +340,8 @@ def test_rescore_dry_run_text_and_audit_key_dry_run(tiny):
 
 def test_with_no_judge_able_to_grade_the_estimate_says_so_not_nothing_to_grade(tiny):
     """8 pairs lack a grade but no judge can grade them: "no judge can grade" with why each
-    was skipped, not "nothing to grade"; with a judge able to grade and nothing lacking a
-    grade, "nothing to grade"."""
+    was skipped, not "nothing to grade" (on the Runs page too, which passes every judge of
+    the benchmark); with one judge able to grade, its 4 calls."""
     j1, j2 = tiny.judges
     Judge.objects.filter(pk=j1.pk).update(backend="")
     Judge.objects.filter(pk=j2.pk).update(active=False)
@@ -351,7 +352,15 @@ def test_with_no_judge_able_to_grade_the_estimate_says_so_not_nothing_to_grade(t
         "no judge can grade (j1: skipped, no backend (imported grades only); j2: skipped, "
         "inactive): no call, no cost"
     )
-    assert estimate.as_json()["notes"][0] == "no judge can grade: none has a backend and is active"
+    assert estimate.as_json()["notes"][0] == "no judge can grade: each one given was skipped"
+    from django.contrib.auth.models import User
+
+    client = Client()
+    client.force_login(User.objects.create_superuser("boss", "b@example.com", "pw-not-secret"))
+    fragment = client.get(
+        reverse("scoring:run-estimate"), {"edition": tiny.original.pk, "kind": "grade"}
+    ).content.decode()
+    assert "no judge can grade (j1: skipped, no backend (imported grades only); j2:" in fragment
     Judge.objects.filter(pk=j2.pk).update(active=True)
     judges = list(Judge.objects.filter(pk__in=[j1.pk, j2.pk]).order_by("judge_id"))
     assert estimate_summary(estimate_run(edition=tiny.original, judges=judges)).startswith(

@@ -35,6 +35,7 @@ from scoring.services.ledger import LOST_DETAIL
 from scoring.services.pairs import (
     active_graders,
     audit_needed_pairs,
+    benchmark_graders,
     graders_for,
     rescore_needed_pairs,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "PairUnavailable",
     "RunHeartbeat",
     "active_graders",
+    "benchmark_graders",
     "audit_needed_pairs",
     "chunk_size",
     "chunk_threads_cap",

@@ -20,9 +20,10 @@ Exactly once, step by step:
    leaves out a batch it accepted (its list is newest first; we read 200 back).
 4. Poll (`poll_batches`, the `scoring.poll_batches` beat task). A batch whose run was
    cancelled is cancelled at the vendor (BatchAPI.cancel, once: while the vendor's status
-   is still one a cancel can stop); it then ends with the requests the vendor had run,
-   which are settled like any others (they are billed), and a batch of a cancelled run
-   that was never confirmed sent is not sent again. Every open batch's leases
+   is still one a cancel can stop, as retrieved at that poll; a refused cancel is noted and
+   the poll goes on); it then ends with the requests the vendor had run, which are
+   settled like any others (they are billed); the rest are released, not queued again, and
+   a batch of a cancelled run that was never confirmed sent is not sent. Every open batch's leases
    are renewed and its run reported on (heal_runs leaves its pairs alone, and the run page
    does not call the run stalled); the batch is retrieved, and an ended one is settled
    under a row lock on its JudgeBatch, in ONE transaction that ends with its status
@@ -312,18 +313,31 @@ def poll_batch(pk: int, report: PollReport) -> None:
         if not locked.vendor_batch_id:
             _recover(locked, batch, api, report)
             return
-        if batch.run.status == ScoringRun.Status.CANCELLED and locked.vendor_status in (
+        state = api.retrieve(locked.vendor_batch_id)
+        if batch.run.status == ScoringRun.Status.CANCELLED and state.vendor_status in (
             api.CANCELLABLE
         ):
-            state = api.cancel(locked.vendor_batch_id)
-            _note(pk, f"its run was cancelled: cancel sent to {locked.vendor}")
-        else:
-            state = api.retrieve(locked.vendor_batch_id)
+            state = _cancel_at_vendor(pk, api, state)
         JudgeBatch.objects.filter(pk=pk).update(
             polls=F("polls") + 1, vendor_status=state.vendor_status, counts=state.counts
         )
         if state.ended:
             _settle(locked, batch, api, state, report)
+
+
+def _cancel_at_vendor(pk: int, api: Any, state: Any) -> Any:
+    """Cancel a cancelled run's batch at the vendor; return its state after the cancel, or
+    `state` (just retrieved) when the vendor refuses it (it ended meanwhile, say): the poll
+    then goes on with what it retrieved, so a refused cancel never keeps a batch open."""
+    from scoring.judges import JudgeConfigError
+
+    try:
+        state = api.cancel(state.batch_id)
+    except JudgeConfigError as exc:
+        _note(pk, f"its run was cancelled; the vendor refused the cancel: {exc}")
+        return state
+    _note(pk, f"its run was cancelled: cancel sent to {api.vendor}")
+    return state
 
 
 def _recover(locked: JudgeBatch, batch: JudgeBatch, api: Any, report: PollReport) -> None:
@@ -433,7 +447,8 @@ def _give_back(
     why}, or every request with `reason` (which also closes the batch as failed). Their
     ledger rows become "retry" (not billed); a pair still held by the batch is released and
     queued in `report.again` (live or batch, SNAGLIST_BATCH_FAILED_RETRY; live when the
-    judge has no batch API), or settled failed once claimed BATCH_MAX_ATTEMPTS times."""
+    judge has no batch API), or settled failed once claimed BATCH_MAX_ATTEMPTS times; the
+    pairs of a cancelled run are released and not queued."""
     if reason:
         missing = dict.fromkeys(locked.pairs, reason)
     if not missing:
@@ -442,8 +457,10 @@ def _give_back(
         items = RunItem.objects.in_bulk([locked.pairs[cid][0] for cid in missing])
     where = "live" if reason else batch_failed_retry()
     holder, run = batch_holder(locked.pk), batch.run
+    cancelled = ScoringRun.objects.filter(pk=run.pk, status=ScoringRun.Status.CANCELLED).exists()
     settler = BatchSettler(run, ChunkOutcome(), threading.Lock())
-    again: dict[str, list[tuple[int, int]]] = {}
+    again: dict[str, list[tuple[int, int]]] = {}  # released pairs by ledger detail
+    sent = 0
     for cid, why in missing.items():
         item_id, call_id = locked.pairs[cid]
         item = items.get(item_id)
@@ -451,6 +468,10 @@ def _give_back(
         if item is None or item.holder != holder or item.state != RunItem.State.PENDING:
             JudgeCall.objects.filter(pk=call_id).update(
                 outcome=JudgeCall.Outcome.RETRY, detail=detail[:2000]
+            )
+        elif cancelled:  # released, not billed, not asked again: the run was cancelled
+            again.setdefault(f"{detail}; not sent again: its run was cancelled", []).append(
+                (item_id, call_id)
             )
         elif item.attempts >= BATCH_MAX_ATTEMPTS:
             detail += f"; given up after {item.attempts} attempts"
@@ -461,6 +482,7 @@ def _give_back(
             # one statement set per distinct reason, not per pair (a whole batch may expire)
             again.setdefault(f"{detail}; sent again ({where})", []).append((item_id, call_id))
             report.again[where].setdefault(run.pk, []).append(item.pair())
+            sent += 1
     settler.flush()
     for detail, pairs in again.items():
         retry_later(pairs, detail)
@@ -473,5 +495,5 @@ def _give_back(
         "batch %s: %d request(s) without reply, %d sent again",
         locked.pk,
         len(missing),
-        sum(map(len, again.values())),
+        sent,
     )

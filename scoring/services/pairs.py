@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from django.db.models import QuerySet
+
 from questions.models import KeyEdition, Response
 from questions.selectors import edition_ancestry_ids, scored_entries
 from scoring.models import AuditVerdict, Grade, Judge, ScoringRun
@@ -41,13 +43,18 @@ def graders_for(
     return usable, notes
 
 
+def benchmark_graders(edition: KeyEdition, *, role: str = Judge.Role.JUDGE) -> QuerySet[Judge]:
+    """Return every judge (or auditor) of the edition's benchmark, able to grade or not, by
+    judge id: what graders_for splits (an estimate passes them all, so its notes say why
+    each one left out was skipped)."""
+    return Judge.objects.filter(benchmark_id=edition.benchmark_id, role=role).order_by("judge_id")
+
+
 def active_graders(
     edition: KeyEdition, *, role: str = Judge.Role.JUDGE
 ) -> tuple[list[Judge], list[str]]:
     """Return the benchmark's judges (or auditors) that can grade, and notes on the others."""
-    return graders_for(
-        Judge.objects.filter(benchmark_id=edition.benchmark_id, role=role), role=role
-    )
+    return graders_for(benchmark_graders(edition, role=role), role=role)
 
 
 def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> list[Pair]:
