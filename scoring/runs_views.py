@@ -81,9 +81,7 @@ def runs(request: HttpRequest) -> HttpResponse:
     )
     context["editions"] = editions
     context["benchmarks"] = list(Benchmark.objects.order_by("name"))
-    context["panel_drift"] = [
-        (b.name, said) for b in context["benchmarks"] if (said := panel_drift(b))
-    ]
+    context["panel_drift"] = panel_drift(context["benchmarks"]).items()
     return render(request, "scoring/runs.html", context)
 
 

@@ -16,6 +16,7 @@ not scored.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,40 +149,51 @@ def panel_judges(benchmark: Benchmark) -> list[JudgeRef]:
     ]
 
 
-def panel_drift(benchmark: Benchmark) -> list[str]:
-    """Say, one sentence a judge, where a re-score would grade with something the judge
-    panel does not count (methodology rule 12): an active judge whose current prompt
-    version is not the one the panel pins, or an active judge not on the panel. [] when
-    they agree or the benchmark has no panel (then every active judge counts). Two queries.
+def panel_drift(benchmarks: Sequence[Benchmark]) -> dict[str, list[str]]:
+    """Say, per benchmark name and one sentence a judge, where a re-score would grade with
+    something the judge panel does not count (methodology rule 12): a judge able to grade
+    (active, with a backend) whose current prompt version is not the one the panel pins, or
+    that is not on the panel; then the `panel --set` command that moves the panel to the
+    versions its judges grade with now. Benchmarks where they agree, or without a panel
+    (every active judge counts then), are left out. Two queries for any number.
     """
-    panel = {j.judge_id: j.prompt_version for j in panel_judges(benchmark)}
-    if not panel:
-        return []
-    said, moved = [], dict(panel)
-    for jid, version in (
-        Judge.objects.filter(benchmark=benchmark, role=Judge.Role.JUDGE, active=True)
-        .order_by("judge_id")
-        .values_list("judge_id", "prompt_version")
+    from scoring.models import PanelMember
+
+    names = {b.pk: b.name for b in benchmarks}
+    panels: dict[int, dict[str, str]] = {}
+    for bench, jid, pinned in PanelMember.objects.filter(benchmark_id__in=names).values_list(
+        "benchmark_id", "judge__judge_id", "prompt_version"
     ):
-        pinned = panel.get(jid)
+        panels.setdefault(bench, {})[jid] = pinned
+    graders = (
+        Judge.objects.filter(benchmark_id__in=panels, role=Judge.Role.JUDGE, active=True)
+        .exclude(backend="")
+        .order_by("benchmark_id", "judge_id")
+        .values_list("benchmark_id", "judge_id", "prompt_version")
+    )
+    said: dict[int, list[str]] = {}
+    moved = {bench: dict(panel) for bench, panel in panels.items()}
+    for bench, jid, version in graders:
+        pinned = panels[bench].get(jid)
         if pinned is None:
-            said.append(
+            said.setdefault(bench, []).append(
                 f"{jid} is not on the judge panel: its grades count in no published figure."
             )
         elif pinned != version:
-            moved[jid] = version
-            said.append(
+            moved[bench][jid] = version
+            said.setdefault(bench, []).append(
                 f"{jid} now grades with prompt {version}, but the judge panel counts its "
                 f"{pinned} grades: a re-score adds {version} grades that no figure uses until "
                 "the panel is moved."
             )
-    if moved != panel:
-        spec = ",".join(f"{j}@{v}" for j, v in sorted(moved.items()))
-        said.append(
-            "To count the panel's judges at the versions they grade with now: "
-            f"manage.py panel --benchmark {benchmark.name} --set {spec}"
-        )
-    return said
+    for bench, panel in moved.items():
+        if panel != panels[bench]:
+            spec = ",".join(f"{j}@{v}" for j, v in sorted(panel.items()))
+            said[bench].append(
+                "To count the panel's judges at the versions they grade with now: "
+                f"manage.py panel --benchmark {names[bench]} --set {spec}"
+            )
+    return {names[bench]: lines for bench, lines in sorted(said.items(), key=lambda x: names[x[0]])}
 
 
 def resolve_judges(benchmark: Benchmark, judge_ids: list[str] | None = None) -> JudgeSet:

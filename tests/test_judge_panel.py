@@ -195,33 +195,57 @@ def test_import_seats_the_bundles_judges_once_and_keeps_the_panel_after(tmp_path
 
 def test_the_runs_page_says_where_the_judges_and_the_panel_differ(tiny, client):
     """A re-score grades at each judge's current prompt version; the panel counts its pinned
-    versions. The Runs page says so before an admin starts a run that no figure would use."""
+    versions. The Runs page says so before an admin starts a run that no figure would use;
+    a judge that cannot grade (no backend: imported grades only) is not warned about."""
+    from django.core.management import call_command
+
     from scoring.selectors import panel_drift
 
     bench = tiny["benchmark"]
-    assert panel_drift(bench) == []
-    j1 = tiny["judges"]["j1"]
-    j1.prompt_version = "v2"
-    j1.save()
-    Judge.objects.create(benchmark=bench, judge_id="j3", name="j3", vendor="v3")
     name = bench.name
-    assert panel_drift(bench) == [
-        "j1 now grades with prompt v2, but the judge panel counts its v1 grades: a re-score "
-        "adds v2 grades that no figure uses until the panel is moved.",
-        "j3 is not on the judge panel: its grades count in no published figure.",
-        "To count the panel's judges at the versions they grade with now: "
-        f"manage.py panel --benchmark {name} --set j1@v2,j2@v1",
-    ]
+    Judge.objects.filter(benchmark=bench).update(backend="reference")
+    assert panel_drift([bench]) == {}
+    Judge.objects.filter(benchmark=bench, judge_id="j1").update(prompt_version="v2")
+    Judge.objects.create(
+        benchmark=bench, judge_id="j3", name="j3", vendor="v3", backend="reference"
+    )
+    Judge.objects.create(benchmark=bench, judge_id="j4", name="j4", vendor="v4")  # no backend
+    assert panel_drift([bench]) == {
+        name: [
+            "j1 now grades with prompt v2, but the judge panel counts its v1 grades: a re-score "
+            "adds v2 grades that no figure uses until the panel is moved.",
+            "j3 is not on the judge panel: its grades count in no published figure.",
+            "To count the panel's judges at the versions they grade with now: "
+            f"manage.py panel --benchmark {name} --set j1@v2,j2@v1",
+        ]
+    }
     client.force_login(UserFactory(username="root", is_superuser=True, is_staff=True))
     page = client.get("/runs/").content.decode()
     assert f"{name}: the judges and the judge panel differ." in page
     assert "j1 now grades with prompt v2" in page and "j3 is not on the judge panel" in page
-    from django.core.management import call_command
-
+    assert "j4" not in page
     call_command("panel", "--benchmark", name, "--set", "j1@v2,j2@v1")  # the command said
-    assert panel_drift(bench) == [
-        "j3 is not on the judge panel: its grades count in no published figure."
-    ]
+    assert panel_drift([bench]) == {
+        name: ["j3 is not on the judge panel: its grades count in no published figure."]
+    }
     judge_panel_set(benchmark=bench, members=[("j1", "v2"), ("j2", None), ("j3", None)])
-    assert panel_drift(bench) == []
+    assert panel_drift([bench]) == {}
     assert "the judges and the judge panel differ" not in client.get("/runs/").content.decode()
+
+
+def test_panel_drift_takes_two_queries_for_any_number_of_benchmarks(
+    tiny, django_assert_num_queries
+):
+    from questions.models import Benchmark
+    from scoring.selectors import panel_drift
+
+    others = [build_tiny(name=f"more{i}")["benchmark"] for i in range(3)]
+    for b in others:
+        judge_panel_set(benchmark=b, members=[("j1", None)])
+    Judge.objects.update(backend="reference")
+    with django_assert_num_queries(2):
+        drift = panel_drift(list(Benchmark.objects.none()) + [tiny["benchmark"], *others])
+    assert sorted(drift) == ["more0", "more1", "more2"]  # their j2 is off the panel
+    assert drift["more0"] == [
+        "j2 is not on the judge panel: its grades count in no published figure."
+    ]
