@@ -166,9 +166,10 @@ class MethodNotAllowedPageMiddleware:
     """Give a bare 405 (Django's `require_POST` and kin send no body) a page that says why.
 
     A person who opens an action's address (`/review/next/`, a bookmark, a link pasted from
-    a form's target) got an empty page. HTML requests now get templates/405.html, status
-    405 and the `Allow` header kept; API routes (DRF answers in JSON), htmx requests and
-    responses that have a body of their own are left as they are.
+    a form's target) got an empty page. Requests that ask for HTML by name (a browser's
+    `Accept: text/html,...`) now get templates/405.html, status 405 and the `Allow` header
+    kept; other clients (curl, monitors: `*/*`), API routes (DRF answers in JSON), htmx
+    requests and responses that have a body of their own are left as they are.
     """
 
     def __init__(self, get_response):
@@ -182,6 +183,7 @@ class MethodNotAllowedPageMiddleware:
             or response.content
             or request.path.startswith("/api/")
             or request.headers.get("HX-Request") == "true"
+            or "text/html" not in request.headers.get("Accept", "")
         ):
             return response
         from django.shortcuts import render

@@ -77,9 +77,14 @@ class InFlight:
 
     Playwright's "networkidle" waits for 500 ms without any request after the last one, on
     every page; a walk over a hundred pages spent most of its time there. `settle()` returns
-    as soon as no request is in flight (requests an htmx `load` trigger sends are started
-    before the load event `goto` waits for), or fails after `timeout` ms.
+    once no request is in flight and htmx has nothing under way (no element marked
+    htmx-request, -swapping or -settling, htmx's own classes from the request being sent
+    until the swapped content has settled, including requests that content triggers in
+    turn), or fails after `timeout` ms. Requests an htmx `load` trigger sends are started
+    before the load event `goto` waits for.
     """
+
+    BUSY = "() => !!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
 
     def __init__(self, page):
         self.page = page
@@ -91,9 +96,10 @@ class InFlight:
 
     def settle(self, timeout: float = 10_000) -> None:
         waited = 0.0
-        while self.pending:
+        # the DOM check first: the request events it lets through are then counted
+        while self.page.evaluate(self.BUSY) or self.pending:
             if waited >= timeout:
                 urls = sorted(r.url for r in self.pending)
-                raise AssertionError(f"requests still in flight after {timeout} ms: {urls}")
+                raise AssertionError(f"htmx or requests still busy after {timeout} ms: {urls}")
             self.page.wait_for_timeout(10)
             waited += 10

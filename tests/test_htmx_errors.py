@@ -78,12 +78,15 @@ def test_opening_an_actions_address_says_it_is_not_a_page(client, reviewer):
     says what the address is, still 405 with its Allow header; the API keeps DRF's JSON and
     an htmx request keeps the bare answer."""
     client.force_login(reviewer)
-    response = client.get("/review/next/")
+    browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+    response = client.get("/review/next/", HTTP_ACCEPT=browser)
     body = response.content.decode()
     assert response.status_code == 405 and response["Allow"] == "POST"
     assert "<html" in body and "Not a page" in body and "(POST only)" in body
-    htmx = client.get("/review/next/", HTTP_HX_REQUEST="true")
+    htmx = client.get("/review/next/", HTTP_HX_REQUEST="true", HTTP_ACCEPT=browser)
     assert htmx.status_code == 405 and htmx.content == b""
+    probe = client.post("/healthz", HTTP_ACCEPT="*/*")  # a monitor, not a person
+    assert probe.status_code == 405 and b"<html" not in probe.content
     api = client.put("/api/review/items/")
     assert api.status_code == 405 and "detail" in api.json()
 
