@@ -34,9 +34,15 @@ class CitationCheckForm(VersionedForm):
         choices=CitationCheck.InForce.choices,
         widget=forms.RadioSelect,
     )
+    # Each question's first answer is the one that bears the key out, so the panel's "1"
+    # shortcut means the same on all four ("No": not amended since, first).
     amended = forms.ChoiceField(
         label="Amended or repealed since?",
-        choices=CitationCheck.Amended.choices,
+        choices=[
+            (CitationCheck.Amended.NO, CitationCheck.Amended.NO.label),
+            (CitationCheck.Amended.YES, CitationCheck.Amended.YES.label),
+            (CitationCheck.Amended.UNKNOWN, CitationCheck.Amended.UNKNOWN.label),
+        ],
         widget=forms.RadioSelect,
     )
     note = forms.CharField(

@@ -24,6 +24,13 @@
       el.hidden = el.getAttribute("data-for-action").split(" ").indexOf(action) < 0;
     });
   }
+  // A correction's fields start with the key's text: focused while still unchanged, their
+  // text is selected, so typing replaces it instead of landing in front of it.
+  document.addEventListener("focusin", function (event) {
+    var field = event.target;
+    if (!field.matches || !field.matches("[data-for-action] textarea, [data-for-action] input[type=text]")) return;
+    if (field.value && field.value === field.defaultValue) field.select();
+  });
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-choose-action]");
     if (!button) return;
