@@ -110,10 +110,16 @@ def queue_items(filters: QueueFilters, *, user=None) -> QuerySet[ReviewItem]:
     return qs.order_by("-priority", "id")
 
 
-def status_counts(filters: QueueFilters) -> dict[str, int]:
-    """Return {status: count} over the items matching every filter but status (one query)."""
+def status_counts(filters: QueueFilters, *, user=None) -> dict[str, int]:
+    """Return {status: count} over the items matching every filter but status (one query);
+    `user` as queue_items takes it (assignee "me")."""
     without_status = QueueFilters(**{**filters.__dict__, "status": "all"})
-    rows = queue_items(without_status).order_by().values_list("status").annotate(n=Count("id"))
+    rows = (
+        queue_items(without_status, user=user)
+        .order_by()
+        .values_list("status")
+        .annotate(n=Count("id"))
+    )
     counts = {s: 0 for s in ReviewItem.Status.values}
     counts.update(dict(rows))
     return counts

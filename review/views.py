@@ -68,7 +68,7 @@ def _item_url(item) -> str:
 def queue(request: HttpRequest) -> HttpResponse:
     """List review items by priority with filters, counts per status and pagination."""
     filters = QueueFilters.from_params(request.GET)
-    counts = selectors.status_counts(filters)
+    counts = selectors.status_counts(filters, user=request.user)
     qs = queue_rows.queue_row_values(selectors.queue_items(filters, user=request.user))
     paginator = Paginator(qs, PAGE_SIZE)
     total = queue_rows.page_count_from_status_counts(filters, counts)

@@ -84,6 +84,19 @@ def test_queue_paginates(client, reviewer):
     assert "Page 2 of 2" in client.get("/review/?page=2").content.decode()
 
 
+def test_queue_counts_follow_the_assignee_me_filter(client, reviewer, editor2, world):
+    """Assignee "me": the counts per status and the page count are the signed-in user's (they
+    read 0 everywhere: "me" was taken for a user name where the counts were made)."""
+    items = make_items(world, 3)
+    services.review_item_claim(item=items[0], user=reviewer)
+    services.review_item_claim(item=items[1], user=editor2)
+    client.force_login(reviewer)
+    response = client.get("/review/?assignee=me")
+    counts = response.context["counts"]
+    assert (counts["claimed"], counts["open"]) == (1, 0)
+    assert "1 item shown" in response.content.decode()
+
+
 def test_queue_c_shortcut_is_on_the_top_claimable_row(client, reviewer, editor2, world):
     items = make_items(world, 3)
     top = max(items, key=lambda i: (i.priority, -i.pk))
