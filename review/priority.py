@@ -102,9 +102,11 @@ def evidence_words(kind: str, detail: dict) -> str:
             f"not the key's {detail.get('key_answer')}"
         )
     if kind == Source.SUPERSEDED_CITATION:
-        if detail.get("problem") == "locator_not_found":
-            return f"locator {detail.get('locator')} not found in {detail.get('doc_id')}"
-        return f"cited document {detail.get('doc_id')} is {detail.get('problem')}"
+        # the citation checks' own words (review.citation_checks.describe), in a list's case
+        from review.citation_checks import describe
+
+        text = describe(detail)
+        return text[:1].lower() + text[1:]
     if kind == Source.UNPARSED_REPLIES:
         n = detail.get("n_replies", 0)
         return f"{n} judge repl{'y' if n == 1 else 'ies'} still unparsed after re-asking"

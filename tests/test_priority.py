@@ -59,3 +59,29 @@ def test_answers_and_manual_reports_in_words():
         "reported by hand: The secretary is Alice, not Cheryl."
     )
     assert evidence_priority([]).reasons == "no evidence"
+
+
+def test_citation_problems_read_as_words_in_the_queue_not_as_codes():
+    """The queue's reasons used "cited document ADB is figure_not_in_passage": each failed
+    citation check now reads as the item page says it (review.citation_checks.describe)."""
+    from review.models import Source
+    from review.priority import evidence_words
+
+    kind = Source.SUPERSEDED_CITATION
+    assert evidence_words(
+        kind,
+        {"doc_id": "ADB-V1", "locator": "3.5", "problem": "figure_not_in_passage",
+         "figure": "900 mm", "passage_figures": ["1100 mm"]},
+    ) == "key answer's 900 mm is not stated in ADB-V1 3.5, which gives 1100 mm"  # fmt: skip
+    assert evidence_words(
+        kind,
+        {"doc_id": "ADH", "locator": "2.1", "problem": "figure_limit_reversed",
+         "figure": "1200 mm", "key_limit": "max", "passage_limit": "min"},
+    ) == "key answer gives 1200 mm as a maximum; ADH 2.1 gives it as a minimum"  # fmt: skip
+    assert (
+        evidence_words(kind, {"doc_id": "ADA", "locator": "1.1", "problem": "locator_not_found"})
+        == "locator 1.1 is not in ADA"
+    )
+    assert "_" not in evidence_words(
+        kind, {"doc_id": "ADB", "problem": "superseded", "document_edition": "2006"}
+    )
