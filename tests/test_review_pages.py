@@ -294,6 +294,24 @@ def _propose(client, item, **fields):
     )
 
 
+def test_the_claim_box_says_what_became_of_a_decided_item(client, reviewer, world):
+    """After a proposal the item is no longer anybody's claim: the box says it awaits an
+    editor's approval (it said "You hold this item"); closed, it says how it closed."""
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    client.force_login(reviewer)
+    client.post(f"/review/items/{item.pk}/claim/")
+    item.refresh_from_db()
+    _propose(client, item, citation_doc_id="ADA", citation_locator="1.1", reason="factually_wrong")
+    box = client.get(f"/review/items/{item.pk}/").content.decode().split('id="claim-box"')[1]
+    box = box.split("</div>")[0]
+    assert "Awaiting an editor's approval of reviewer's correction" in box
+    assert "You hold this item" not in box and "Claimed by" not in box
+    item.refresh_from_db()
+    ReviewItem.objects.filter(pk=item.pk).update(status="confirmed")
+    box = client.get(f"/review/items/{item.pk}/").content.decode().split('id="claim-box"')[1]
+    assert "Closed: key confirmed." in box.split("</div>")[0]
+
+
 def test_approvals_page_shows_missing_checks_and_unknown_locators(client, reviewer, editor2, world):
     """Rule 5: the editor sees whether the reviewer recorded a citation check and whether
     the proposed locator is in the source index (ADA has paragraphs 1.0 ... 1.n+1)."""
