@@ -25,7 +25,7 @@ class Action(models.TextChoices):
         "sent the item back to its reviewer after a rejection",
     )
     REVIEW_ITEM_CLOSE = "review_item.close", "closed the item"
-    CITATION_CHECK_RECORD = "citation_check.record", "recorded a citation check"
+    CITATION_CHECK_RECORD = "citation_check.record", "stored a citation check's answers"
     PROPOSAL_CREATE = "proposal.create", "proposed a change"
     PROPOSAL_APPROVE = "proposal.approve", "approved the proposal"
     PROPOSAL_REJECT = "proposal.reject", "rejected the proposal"

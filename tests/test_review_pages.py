@@ -542,3 +542,12 @@ def test_create_demo_users_prints_fresh_passwords(capsys, db):
     user = User.objects.get(username="editor2")
     assert user.check_password(second["editor2"]) and not user.check_password(first["editor2"])
     assert user_roles(user) == {Role.REVIEWER, Role.EDITOR}
+
+
+def test_every_logged_action_has_its_own_label():
+    """The audit log's Action filter listed "recorded a citation check" twice (the item's
+    entry and the check's own): each action's label now tells it apart."""
+    from core.actions import Action
+
+    labels = [label for _, label in Action.choices]
+    assert sorted({x for x in labels if labels.count(x) > 1}) == []
