@@ -219,7 +219,10 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
         total = None
     unknown = sum(r["unknown_usage"] for r in rows)
     if unknown:
-        notes.append(f"{unknown} paid call(s) reported no usage: not in the tokens or cost")
+        notes.append(
+            f"{unknown} paid call{'s' if unknown != 1 else ''} reported no usage: not in the "
+            "tokens or cost"
+        )
     known = sum(usage[pk]["known"] for pk in usage)
     return {
         "judges": rows,

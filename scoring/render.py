@@ -61,9 +61,9 @@ def banding_sentence(doc: dict[str, Any]) -> str:
     )
     if doc.get("band_boundaries"):
         sentence += (
-            f" {doc.get('band_boundaries_supported', 0)} of {doc['band_boundaries']} band "
-            "boundaries are supported by a paired bootstrap of per-question differences "
-            "(Miller 2024, arXiv 2411.00640)."
+            " Band boundaries supported by a paired bootstrap of per-question differences "
+            f"(Miller 2024, arXiv 2411.00640): {doc.get('band_boundaries_supported', 0)} of "
+            f"{doc['band_boundaries']}."
         )
     return sentence
 

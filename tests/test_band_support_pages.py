@@ -33,7 +33,10 @@ def test_leaderboard_json_marks_the_boundary_and_few_counted_models(tiny):
     assert {m["model_id"]: m["few_counted"] for m in doc["models"]} == {"mB": True, "mA": True}
     table, _ = run("leaderboard", "--edition", "original")
     assert "boundary not tested (no bootstrap, or only 2 paired questions" in table
-    assert "0 of 1 band boundaries are supported by a paired bootstrap" in table
+    assert (
+        "Band boundaries supported by a paired bootstrap of per-question differences "
+        "(Miller 2024, arXiv 2411.00640): 0 of 1." in table
+    )
 
 
 def test_leaderboard_page_badges_few_counted_models(tiny, client):

@@ -143,7 +143,7 @@ def test_cost_per_judge_and_in_total(ledger):
     assert (j2["calls"], j2["unknown_usage"], j2["input_tokens"], j2["cost"]) == (2, 1, 500, None)
     assert summary["cost"] is None  # j2's cost is unknown, so the total is too
     assert any("j2 has no live price" in n for n in summary["notes"])
-    assert any("1 paid call(s) reported no usage" in n for n in summary["notes"])
+    assert any("1 paid call reported no usage" in n for n in summary["notes"])
     batch = calls_cost(JudgeCall.objects.filter(run=run, judge__judge_id="j1"), mode="batch")
     assert batch["cost"] == "0.004250"  # the batch prices are half the live ones
 

@@ -73,7 +73,7 @@ def test_identical_models_give_an_unsupported_boundary():
 
 def test_gap_warning_when_gap_is_far_below_interval_width():
     assert gap_warning(1.5, [25.0, 20.0, 30.0], 0.95).startswith(
-        "the band gap (1.5 points) is far below the width of the models' 95% intervals "
+        "The band gap (1.5 points) is far below the width of the models' 95% intervals "
         "(median 25.0 points)"
     )
     assert gap_warning(1.5, [5.0, 6.0], 0.95) is None  # 1.5 >= 0.25 x 5.5

@@ -391,7 +391,7 @@ def test_history_lists_each_action_once_and_says_who_sent_the_item_back(
         .strip()
         .startswith("<strong>Correction rejected</strong> by editor2 on ")
     )
-    assert "“Cite Table 2”." in banner.split("</div>")[0]
+    assert ". Their comment: “Cite Table 2”" in banner.split("</div>")[0]
     panel = history[history.index('id="h-history"') :]
     lines = [
         " ".join(re.sub(r"<[^>]+>", " ", li).split())

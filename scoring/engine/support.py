@@ -126,7 +126,7 @@ def gap_warning(band_gap: float, widths: Sequence[float], confidence: float) -> 
     if band_gap >= GAP_WARNING_RATIO * median:
         return None
     return (
-        f"the band gap ({band_gap:g} points) is far below the width of the models' "
+        f"The band gap ({band_gap:g} points) is far below the width of the models' "
         f"{confidence:.0%} intervals (median {median:.1f} points): neighbouring bands mostly "
         "differ by less than the data can tell apart; see which band boundaries the paired "
         "comparison supports"
