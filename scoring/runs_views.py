@@ -124,6 +124,13 @@ def run_create(request: HttpRequest) -> HttpResponse:
     return redirect("scoring:run-detail", pk=run.pk)
 
 
+def _bad_request(request: HttpRequest, message: str) -> HttpResponse:
+    """A 400 with the site's error page (the message alone for htmx), as for a bad filter."""
+    fragment = request.htmx and not request.htmx.history_restore_request
+    template = "400_fragment.html" if fragment else "400.html"
+    return render(request, template, {"message": message}, status=400)
+
+
 @require_GET
 def run_estimate(request: HttpRequest) -> HttpResponse:
     """Return the estimate of the run the Start buttons would create (edition pk, kind):
@@ -134,13 +141,13 @@ def run_estimate(request: HttpRequest) -> HttpResponse:
     _require_admin(request)
     edition_id = request.GET.get("edition", "")
     if not edition_id.isdigit():
-        return HttpResponse(
-            "edition: give the key edition's id, e.g. ?edition=3&kind=grade.", status=400
+        return _bad_request(
+            request, "Give the id of the key edition in the address, e.g. ?edition=3&kind=grade."
         )
     edition = get_object_or_404(KeyEdition.objects.select_related("benchmark"), pk=edition_id)
     kind = request.GET.get("kind") or ScoringRun.Kind.GRADE
     if kind not in ScoringRun.Kind.values:
-        return HttpResponse(f"kind: unknown run kind {kind!r} (grade or audit).", status=400)
+        return _bad_request(request, f"Unknown run kind {kind!r}: grade or audit.")
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
     # every judge of the role: the estimate leaves out those that cannot grade, saying why
     estimate = estimate_run(

@@ -361,6 +361,13 @@ def test_with_no_judge_able_to_grade_the_estimate_says_so_not_nothing_to_grade(t
         reverse("scoring:run-estimate"), {"edition": tiny.original.pk, "kind": "grade"}
     ).content.decode()
     assert "no judge can grade (j1: skipped, no backend (imported grades only); j2:" in fragment
+    bare = client.get(reverse("scoring:run-estimate"))  # no edition given: the site's 400 page
+    assert bare.status_code == 400 and "<html" in bare.content.decode()
+    assert "Give the id of the key edition in the address" in bare.content.decode()
+    odd = client.get(reverse("scoring:run-estimate"), {"edition": tiny.original.pk, "kind": "x"})
+    assert odd.status_code == 400 and "Unknown run kind &#x27;x&#x27;: grade or audit." in (
+        odd.content.decode()
+    )
     Judge.objects.filter(pk=j2.pk).update(active=True)
     judges = list(Judge.objects.filter(pk__in=[j1.pk, j2.pk]).order_by("judge_id"))
     assert estimate_summary(estimate_run(edition=tiny.original, judges=judges)).startswith(

@@ -105,4 +105,29 @@
   document.addEventListener("DOMContentLoaded", markScrollers);
   document.addEventListener("htmx:afterSettle", markScrollers);
   window.addEventListener("resize", markScrollers);
+
+  // Re-score forms: a budget cap is for live runs only (the service refuses it on a batch
+  // run), so choosing "Batch API" disables the cap fields and says why.
+  function syncCaps(select) {
+    var form = select.form;
+    var batch = select.value === "batch";
+    form.querySelectorAll('input[name="budget_cost"], input[name="budget_tokens"]').forEach(function (input) {
+      input.disabled = batch;
+    });
+    var note = form.querySelector(".cap-note");
+    if (batch && !note) {
+      note = document.createElement("span");
+      note.className = "cap-note muted";
+      note.textContent = " Caps apply to live runs only: a batch is billed when the vendor ends it.";
+      select.insertAdjacentElement("afterend", note);
+    } else if (!batch && note) {
+      note.remove();
+    }
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target.matches && event.target.matches('form select[name="mode"]')) syncCaps(event.target);
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll('form select[name="mode"]').forEach(syncCaps);
+  });
 })();
