@@ -32,7 +32,7 @@ from questions.models import Benchmark, KeyEntry, Question
 class Source(models.TextChoices):
     """Why a question is in the review queue (triage rules and detectors)."""
 
-    SINGLE_AUDITOR_FLAG = "single_auditor_flag", "One auditor adverse"
+    SINGLE_AUDITOR_FLAG = "single_auditor_flag", "Auditor adverse, not decisive"
     JUDGE_FLAG = "judge_flag", "Judge flag"
     CONSENSUS_AGAINST_KEY = "consensus_against_key", "Models agree against the key"
     SUPERSEDED_CITATION = "superseded_citation", "Superseded or missing citation"
