@@ -113,10 +113,9 @@ def test_main_pages_fit_a_phone_screen_without_sideways_scrolling(
     """At 390 px wide no page is wider than the screen: wide tables scroll inside their own
     box (.table-wrap), and nothing positioned inside one (a visually hidden header label)
     widens the page. The review queue was 723 px wide before."""
-    from review.models import ReviewItem
-
     from questions.models import KeyEntry
     from review import services as review_services
+    from review.models import ReviewItem
 
     base = live_server.url
     shots = Shots("phone-width")
