@@ -466,7 +466,7 @@ def test_the_runs_page_starts_a_batch_run_and_shows_its_batches(admin_client, da
         {"edition": data.original.pk, "kind": "grade", "mode": "cheap"},
         follow=True,
     )
-    assert "unknown run mode &#x27;cheap&#x27;" in refused.content.decode()
+    assert "Unknown run mode &#x27;cheap&#x27;" in refused.content.decode()
 
 
 @pytest.mark.django_db(transaction=True)
