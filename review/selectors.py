@@ -125,6 +125,22 @@ def status_counts(filters: QueueFilters, *, user=None) -> dict[str, int]:
     return counts
 
 
+def reviewer_usernames() -> list[str]:
+    """Return the user names an item can be reassigned to: active users holding the
+    reviewer role (a reviewer, editor or admin group, or a superuser; core.roles), sorted.
+    One query."""
+    from core.roles import Role
+
+    return list(
+        get_user_model()
+        .objects.filter(is_active=True)
+        .filter(Q(is_superuser=True) | Q(groups__name__in=[r.value for r in Role]))
+        .values_list("username", flat=True)
+        .order_by("username")
+        .distinct()
+    )
+
+
 def filter_choices() -> dict[str, Any]:
     """Return the options of the queue's filter form (a handful of small queries)."""
     from questions.models import Category, SourceDocument

@@ -175,6 +175,7 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         "decide_form": forms.get("decide_form")
         or DecidePanelForm(initial={**outcome_initial, "advance": True}),
         "reassign_form": ReassignForm(initial={"version": item.version}),
+        "assignees": selectors.reviewer_usernames() if permissions.can_reassign(user) else [],
         "history": selectors.item_history(item),
         "checks": list(item.checks.all()),
         "now": selectors.now(),

@@ -551,3 +551,19 @@ def test_every_logged_action_has_its_own_label():
 
     labels = [label for _, label in Action.choices]
     assert sorted({x for x in labels if labels.count(x) > 1}) == []
+
+
+def test_reassign_offers_the_names_of_people_who_can_review(
+    client, reviewer, editor, outsider, world
+):
+    """'Reassign to' was a bare text box: it now lists (datalist) the active users holding the
+    reviewer role, so an editor picks a name instead of guessing its spelling."""
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    client.force_login(editor)
+    body = client.get(f"/review/items/{item.pk}/").content.decode()
+    import re
+
+    names = re.findall(r'<option value="([^"]+)"></option>', body.split('id="assignee-names"')[1])
+    assert reviewer.username in names and editor.username in names
+    assert outsider.username not in names  # no role: cannot review
+    assert names == sorted(names)
