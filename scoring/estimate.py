@@ -32,10 +32,10 @@ from questions.models import KeyEdition, KeyEntry, Response
 from scoring.costs import Prices, money, tokens_cost
 from scoring.models import Judge, JudgeCall, ScoringRun
 from scoring.services.backends import (
-    PROMPT_TEMPLATE_PREFIXES,
     audit_input,
     grading_input_for,
     judge_backend_config,
+    template_of,
 )
 from scoring.services.pairs import audit_needed_pairs, graders_for, rescore_needed_pairs
 
@@ -118,13 +118,6 @@ class RunEstimate:
 
 def _scale(benchmark_scale: Any) -> list:
     return list(benchmark_scale or [0, 1, 2])
-
-
-def template_of(prompt_version: str) -> str | None:
-    """Return the template a Judge row's (or a ledger row's) prompt_version sends: the
-    version itself when it names one ("judge-v2"), else None (the role's default), by the
-    rule of scoring.services.backends.judge_backend_config (PROMPT_TEMPLATE_PREFIXES)."""
-    return prompt_version if prompt_version.startswith(PROMPT_TEMPLATE_PREFIXES) else None
 
 
 def prompt_chars(

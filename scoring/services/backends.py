@@ -33,6 +33,13 @@ def redis_client() -> Any | None:
     return _REDIS_CLIENT
 
 
+def template_of(prompt_version: str) -> str | None:
+    """Return the template a Judge row's (or a ledger row's) prompt_version sends: the
+    version itself when it names one ("judge-v2", "auditor-v1": PROMPT_TEMPLATE_PREFIXES),
+    else None (any other label, "v1" as bundles give it: the role's default template)."""
+    return prompt_version if prompt_version.startswith(PROMPT_TEMPLATE_PREFIXES) else None
+
+
 def judge_backend_config(judge: Judge) -> dict[str, Any]:
     """Return the scoring.judges config for a Judge row (secrets stay in the environment).
 
@@ -51,8 +58,8 @@ def judge_backend_config(judge: Judge) -> dict[str, Any]:
 
     config = {k: v for k, v in (judge.backend_settings or {}).items() if k in CONFIG_KEYS}
     config.pop("prompt_version", None)
-    if judge.prompt_version.startswith(PROMPT_TEMPLATE_PREFIXES):
-        config["prompt_version"] = judge.prompt_version
+    if template := template_of(judge.prompt_version):
+        config["prompt_version"] = template
     config["backend"] = judge.backend
     if judge.backend == "reference" and "strictness" not in config:
         # A bundle names the reference variant in `model` ("reference-strict"); bundles
