@@ -145,13 +145,9 @@ def queue_rows(values: list[dict], *, now, can_claim: bool) -> list[dict]:
     return rows
 
 
-def page_count_from_status_counts(filters: QueueFilters, counts: dict[str, int]) -> int | None:
-    """Return how many items `queue_items(filters)` lists, read off `status_counts(filters)`.
-
-    None when the counts cannot tell (assignee "me" depends on the user; counts ignore it).
-    """
-    if filters.assignee == "me":
-        return None
+def page_count_from_status_counts(filters: QueueFilters, counts: dict[str, int]) -> int:
+    """Return how many items `queue_items(filters, user=...)` lists, read off
+    `status_counts(filters, user=...)` for the same user (assignee "me" included)."""
     if filters.status == "all" or (not filters.status and filters.open):
         return sum(counts.values())  # the counts already apply `open`
     if filters.status:

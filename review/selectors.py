@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Value
 from django.utils import timezone
 
 from core.models import AuditLogEntry
@@ -170,18 +170,19 @@ def neighbour_item_ids(item: ReviewItem, filters: QueueFilters | None = None) ->
     qs = queue_items(filters or QueueFilters(benchmark=item.benchmark.name)).exclude(pk=item.pk)
     is_after = Q(priority__lt=item.priority) | Q(priority=item.priority, id__gt=item.id)
     is_before = Q(priority__gt=item.priority) | Q(priority=item.priority, id__lt=item.id)
-    after = qs.filter(is_after).values_list("id", "priority")[:1]
-    before = qs.filter(is_before).order_by("priority", "-id").values_list("id", "priority")[:1]
-    if not connection.features.supports_slicing_ordering_in_compound:  # SQLite
-        nxt, prev = next(iter(after), None), next(iter(before), None)
-        return (prev[0] if prev else None), (nxt[0] if nxt else None)
-    prev = nxt = None
-    for pk, priority in after.union(before, all=True):  # one query, not two
-        if priority < item.priority or (priority == item.priority and pk > item.id):
-            nxt = pk
-        else:
-            prev = pk
-    return prev, nxt
+    after = qs.filter(is_after).annotate(side=Value("next")).values_list("id", "side")[:1]
+    before = (
+        qs.filter(is_before)
+        .order_by("priority", "-id")
+        .annotate(side=Value("prev"))
+        .values_list("id", "side")[:1]
+    )
+    if connection.features.supports_slicing_ordering_in_compound:
+        rows = list(after.union(before, all=True))  # one query, not two
+    else:  # SQLite
+        rows = [*after, *before]
+    found = {side: pk for pk, side in rows}
+    return found.get("prev"), found.get("next")
 
 
 # ------------------------------------------------------------------ the review page

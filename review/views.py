@@ -71,9 +71,8 @@ def queue(request: HttpRequest) -> HttpResponse:
     counts = selectors.status_counts(filters, user=request.user)
     qs = queue_rows.queue_row_values(selectors.queue_items(filters, user=request.user))
     paginator = Paginator(qs, PAGE_SIZE)
-    total = queue_rows.page_count_from_status_counts(filters, counts)
-    if total is not None:
-        paginator.count = total  # the counts query already told: no COUNT(*) of its own
+    # the counts query already told: no COUNT(*) of its own
+    paginator.count = queue_rows.page_count_from_status_counts(filters, counts)
     page = paginator.get_page(request.GET.get("page"))
     can_claim = permissions.can_claim(request.user)
     context = {
