@@ -20,6 +20,7 @@ from django.conf import settings
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import resolve_url
 
+from core.pages import bad_request_page
 from public.selectors import is_public_benchmark
 
 # Paths that handle their own authentication (DRF answers 401/403; the admin has its login).
@@ -144,8 +145,6 @@ class BadQueryMiddleware:
 
     @staticmethod
     def _refuse(request, name: str, bad: str) -> HttpResponse:
-        from django.shortcuts import render
-
         shown = name.encode("unicode_escape").decode("ascii")
         message = (
             f"The value of the filter “{shown}” contains the control character "
@@ -156,10 +155,7 @@ class BadQueryMiddleware:
             from django.http import JsonResponse
 
             return JsonResponse({"detail": message, "parameter": shown}, status=400)
-        template = (
-            "400_fragment.html" if request.headers.get("HX-Request") == "true" else "400.html"
-        )
-        return render(request, template, {"message": message}, status=400)
+        return bad_request_page(request, message)
 
 
 class MethodNotAllowedPageMiddleware:

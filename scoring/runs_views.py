@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from core.pages import bad_request_page
 from questions.errors import DomainError
 from questions.models import Benchmark, KeyEdition
 from scoring import runs_selectors, services
@@ -124,13 +125,6 @@ def run_create(request: HttpRequest) -> HttpResponse:
     return redirect("scoring:run-detail", pk=run.pk)
 
 
-def _bad_request(request: HttpRequest, message: str) -> HttpResponse:
-    """A 400 with the site's error page (the message alone for htmx), as for a bad filter."""
-    fragment = request.htmx and not request.htmx.history_restore_request
-    template = "400_fragment.html" if fragment else "400.html"
-    return render(request, template, {"message": message}, status=400)
-
-
 @require_GET
 def run_estimate(request: HttpRequest) -> HttpResponse:
     """Return the estimate of the run the Start buttons would create (edition pk, kind):
@@ -141,13 +135,13 @@ def run_estimate(request: HttpRequest) -> HttpResponse:
     _require_admin(request)
     edition_id = request.GET.get("edition", "")
     if not edition_id.isdigit():
-        return _bad_request(
+        return bad_request_page(
             request, "Give the id of the key edition in the address, e.g. ?edition=3&kind=grade."
         )
     edition = get_object_or_404(KeyEdition.objects.select_related("benchmark"), pk=edition_id)
     kind = request.GET.get("kind") or ScoringRun.Kind.GRADE
     if kind not in ScoringRun.Kind.values:
-        return _bad_request(request, f"Unknown run kind {kind!r}: grade or audit.")
+        return bad_request_page(request, f"Unknown run kind {kind!r}: grade or audit.")
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
     # every judge of the role: the estimate leaves out those that cannot grade, saying why
     estimate = estimate_run(
