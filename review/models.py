@@ -121,6 +121,10 @@ class ReviewItem(models.Model):
             and self.claim_expires_at > now
         )
 
+    def is_closed(self) -> bool:
+        """True once the item is decided for good (CLOSED: confirmed, corrected, removed)."""
+        return self.status in self.CLOSED
+
     def can_be_claimed(self, now=None) -> bool:
         return self.status == self.Status.OPEN or (
             self.status == self.Status.CLAIMED and not self.claim_is_live(now)

@@ -37,6 +37,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import F
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from core.actions import Action
@@ -200,7 +201,8 @@ def over_budget(run: ScoringRun, estimate: RunEstimate) -> str:
                     if run.budget_reserved_tokens
                     else ""
                 )
-                + f"; the next {_calls(estimate.calls, 'need')} about {need:,} tokens"
+                + f"; the next {estimate.calls} call{pluralize(estimate.calls)} "
+                + f"need{pluralize(estimate.calls, 's,')} about {need:,} tokens"
             )
     if run.budget_cost is not None:
         cur = run.budget_currency
@@ -218,15 +220,11 @@ def over_budget(run: ScoringRun, estimate: RunEstimate) -> str:
                     if run.budget_reserved_cost
                     else ""
                 )
-                + f"; the next {_calls(estimate.calls, 'cost')} about "
+                + f"; the next {estimate.calls} call{pluralize(estimate.calls)} "
+                + f"cost{pluralize(estimate.calls, 's,')} about "
                 f"{need_cost.quantize(SIX_PLACES, ROUND_UP)} {cur}"
             )
     return "; ".join(lines)
-
-
-def _calls(n: int, verb: str) -> str:
-    """ "1 call needs" / "3 calls need": the count, noun and verb agreeing."""
-    return f"{n} call {verb}s" if n == 1 else f"{n} calls {verb}"
 
 
 def stop_run(run: ScoringRun, reason: str) -> bool:

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
+from django.template.defaultfilters import pluralize
 
 from scoring.models import Judge, JudgeCall
 
@@ -220,8 +221,7 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
     unknown = sum(r["unknown_usage"] for r in rows)
     if unknown:
         notes.append(
-            f"{unknown} paid call{'s' if unknown != 1 else ''} reported no usage: not in the "
-            "tokens or cost"
+            f"{unknown} paid call{pluralize(unknown)} reported no usage: not in the tokens or cost"
         )
     known = sum(usage[pk]["known"] for pk in usage)
     return {
