@@ -270,3 +270,27 @@ def set_grades(world: World, i: int, grade: int, models=None, judges=None) -> No
 @pytest.fixture
 def world(db) -> World:
     return build_world()
+
+
+def propose_correction(item, user: User, *, suffix: str = " (corrected)", note: str = ""):
+    """Claim `item` for `user` and propose correcting its question's original key entry (the
+    answer with `suffix` added, the citation kept, reason factually_wrong); return the
+    pending Proposal."""
+    from review import services
+
+    item = services.review_item_claim(item=item, user=user)
+    entry = KeyEntry.objects.get(
+        edition__benchmark_id=item.benchmark_id, edition__name="original", question=item.question
+    )
+    return services.proposal_create(
+        item=item,
+        user=user,
+        version=item.version,
+        action="correct",
+        answer=entry.answer + suffix,
+        citation_doc_id=entry.citation_doc_id,
+        citation_locator=entry.citation_locator,
+        citation_quote=entry.citation_quote,
+        reason="factually_wrong",
+        note=note,
+    )

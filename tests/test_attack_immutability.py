@@ -59,22 +59,13 @@ def make_correction(bench: Benchmark, *, reviewer: User, approver: User) -> KeyE
     """
     from review import services
     from review.models import ReviewItem
+    from tests.review_fixtures import propose_correction
 
     item = ReviewItem.objects.filter(benchmark=bench, status="open").order_by("id").first()
-    item = services.review_item_claim(item=item, user=reviewer)
-    entry = KeyEntry.objects.get(
-        edition__benchmark=bench, edition__name="original", question=item.question
-    )
-    proposal = services.proposal_create(
-        item=item,
-        user=reviewer,
-        version=item.version,
-        action="correct",
-        answer=entry.answer + " (corrected after checking the source)",
-        citation_doc_id=entry.citation_doc_id,
-        citation_locator=entry.citation_locator,
-        citation_quote=entry.citation_quote,
-        reason="factually_wrong",
+    proposal = propose_correction(
+        item,
+        reviewer,
+        suffix=" (corrected after checking the source)",
         note="Checked against the cited clause.",
     )
     proposal = services.proposal_approve(proposal=proposal, user=approver, comment="Agreed.")

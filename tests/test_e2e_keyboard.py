@@ -113,28 +113,15 @@ def test_main_pages_fit_a_phone_screen_without_sideways_scrolling(
     """At 390 px wide no page is wider than the screen: wide tables scroll inside their own
     box (.table-wrap), and nothing positioned inside one (a visually hidden header label)
     widens the page. The review queue was 723 px wide before."""
-    from questions.models import KeyEntry
-    from review import services as review_services
     from review.models import ReviewItem
+    from tests.review_fixtures import propose_correction
 
     base = live_server.url
     shots = Shots("phone-width")
     item = ReviewItem.objects.order_by("-priority", "pk").first()
     # a pending correction, so the approvals page shows its sticky bulk-approval bar
     other = ReviewItem.objects.filter(status="open").exclude(pk=item.pk).order_by("pk").first()
-    other = review_services.review_item_claim(item=other, user=demo_admin)
-    entry = KeyEntry.objects.get(edition__name="original", question=other.question)
-    review_services.proposal_create(
-        item=other,
-        user=demo_admin,
-        version=other.version,
-        action="correct",
-        answer=entry.answer + " (corrected)",
-        citation_doc_id=entry.citation_doc_id,
-        citation_locator=entry.citation_locator,
-        citation_quote=entry.citation_quote,
-        reason="factually_wrong",
-    )
+    propose_correction(other, demo_admin)
     ctx = chromium.new_context(viewport={"width": 390, "height": 844}, locale="en-GB")
     page = ctx.new_page()
     sign_in(page, base, "kbd-admin", PASSWORD)
