@@ -25,6 +25,20 @@ def _eager_celery():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _fast_password_hashing():
+    """Hash every test's passwords with MD5 instead of PBKDF2 (0.63 s of CPU a hash).
+
+    The hasher is not what any test proves; production keeps Django's default. Applied
+    once for the session through override_settings, whose setting_changed signal clears
+    the hasher cache (issue 29 item 4).
+    """
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _flush_past_the_truncate_guard():
     """Let the test runner's flush empty a database that holds a published key edition.
 

@@ -31,7 +31,6 @@ from tests.factories import (
 
 __all__ = [
     "World",
-    "_fast_passwords",
     "admin",
     "build_world",
     "editor",
@@ -42,12 +41,6 @@ __all__ = [
     "reviewer2",
     "world",
 ]
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    """Hash test passwords cheaply (PBKDF2 would dominate the run time)."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

@@ -74,8 +74,7 @@ def make_correction(bench: Benchmark, *, reviewer: User, approver: User) -> KeyE
 
 
 @pytest.fixture
-def scene(db, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def scene(db):
     call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
     call_command("triage", benchmark=BENCHMARK, verbosity=0)
     bench = Benchmark.objects.get(name=BENCHMARK)

@@ -66,8 +66,7 @@ def _canonical(name: str, data: bytes):
 
 
 @pytest.fixture
-def corrected(db, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def corrected(db):
     call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
     call_command("triage", benchmark=BENCHMARK, verbosity=0)
     bench = Benchmark.objects.get(name=BENCHMARK)

@@ -81,8 +81,7 @@ def _here() -> dict:
 
 
 @pytest.fixture
-def worked(db, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def worked(db):
     call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
     call_command("triage", benchmark=BENCHMARK, verbosity=0)
     bench = Benchmark.objects.get(name=BENCHMARK)

@@ -40,7 +40,6 @@ def _html_pages(world) -> list[str]:
 
 
 def test_no_page_breaks_the_content_security_policy(live_server, chromium, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     world = build_world()
     paths = _html_pages(world)
     assert len(paths) >= 25, paths

@@ -45,8 +45,7 @@ def axe_violations(page) -> list[dict]:
     ]
 
 
-def test_a_reader_reports_an_error_and_a_reviewer_sees_it_first(live_server, chromium, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def test_a_reader_reports_an_error_and_a_reviewer_sees_it_first(live_server, chromium):
     from questions.models import Benchmark
     from questions.services import benchmark_publicity_set
 

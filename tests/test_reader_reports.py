@@ -39,8 +39,7 @@ def _user(name: str, *groups: str) -> User:
 
 
 @pytest.fixture
-def public(db, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def public(db):
     build_tiny()
     bench = Benchmark.objects.get(name="tiny")
     benchmark_publicity_set(

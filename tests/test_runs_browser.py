@@ -14,8 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "correct-horse-battery-1"
 
 
-def test_batch_mode_disables_the_caps_and_says_why(live_server, chromium, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def test_batch_mode_disables_the_caps_and_says_why(live_server, chromium):
     build_tiny()
     admin = UserFactory(username="root", is_superuser=True, is_staff=True)
     admin.set_password(PASSWORD)

@@ -236,8 +236,7 @@ def live_markup(html: str) -> list[str]:
 
 
 @pytest.fixture
-def xss(db, settings, tmp_path) -> XssWorld:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def xss(db, tmp_path) -> XssWorld:
     return build_xss_world(tmp_path)
 
 

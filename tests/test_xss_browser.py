@@ -24,8 +24,7 @@ def browser(chromium):
     return chromium
 
 
-def test_no_payload_runs_in_the_browser_on_any_page(live_server, browser, settings, tmp_path):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def test_no_payload_runs_in_the_browser_on_any_page(live_server, browser, tmp_path):
     world = build_xss_world(tmp_path)
     SHOTS.mkdir(parents=True, exist_ok=True)  # a fresh checkout has no test-artifacts/
     dialogs: list[str] = []
