@@ -14,32 +14,43 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/snaglist
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The product's own packages, byte-compiled before each demo and test run (see bytecode).
+APPS := config core questions review scoring public interchange manage.py
 INSTALL_SYSTEM_PACKAGES ?= 1
 START_SERVICES ?= 1
 # Fixed passwords for the demo users (`make demo DEMO_PASSWORD=...`); only `demo` sees it.
 unexport DEMO_PASSWORD
 
-.PHONY: demo test venv runtime setup-test-env lint check-services clean
+.PHONY: demo test venv runtime bytecode setup-test-env lint check-services clean
 
 # The product alone (what `make demo` needs).
 runtime: $(RUNTIME_STAMP)
 
-# --no-compile: byte-compiling every installed module (pandas, scipy, scikit-learn ...) was
-# half of the install's time; Python compiles the modules the product imports on first use.
+# pip's own byte-compiling is serial (half of the install's time); compileall -j0 does it on
+# every core afterwards. It must happen at install: machines and images that set
+# PYTHONDONTWRITEBYTECODE=1 never write a .pyc, so without it every process (each command,
+# web and worker start, pytest) compiled Django, DRF and the rest from source again
+# (bench/bench_startup.py).
 $(RUNTIME_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --no-compile -e .
+	$(BIN)/python -m compileall -q -j0 $(VENV)/lib > /dev/null
 	touch $(RUNTIME_STAMP)
 
 # The product plus the dev extras (pytest, Playwright, ruff ...).
 venv: $(STAMP)
 
 $(STAMP): $(RUNTIME_STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
+	$(BIN)/python -m compileall -q -j0 $(VENV)/lib > /dev/null
 	touch $(STAMP)
 
+# Our own modules, compiled where the venv's are (only changed files are compiled again).
+bytecode: runtime
+	$(BIN)/python -m compileall -q -j0 $(APPS) > /dev/null
+
 demo: export DEMO_PASSWORD := $(DEMO_PASSWORD)
-demo: runtime
+demo: runtime bytecode
 	$(BIN)/python manage.py migrate --verbosity 0
 	$(BIN)/python manage.py import_bundle $(DEMO_BUNDLE)
 	$(BIN)/python manage.py triage --benchmark uk-construction-demo
@@ -59,7 +70,7 @@ check-services: venv
 # setup-test-env runs first (seconds), before the install (minutes on a new machine).
 # The SQLite pass runs the tests marked `sqlite`; it may select none when PYTEST_ARGS
 # narrows the run (pytest's exit 5), which is then not a failure.
-test: setup-test-env check-services
+test: setup-test-env check-services bytecode
 	mkdir -p test-artifacts
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) CELERY_TASK_ALWAYS_EAGER=1 \
 		$(BIN)/python -m pytest $(PYTEST_ARGS)

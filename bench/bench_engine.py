@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import resource
 import subprocess
 import sys
@@ -34,6 +33,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from readme_section import write_section  # noqa: E402 (bench/ is sys.path[0])
 
 from scoring.engine import (  # noqa: E402
     GradeTable,
@@ -207,18 +207,6 @@ def render(results: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    """Replace (or append) the "## Scoring engine" section of bench/README.md only."""
-    path = ROOT / "bench" / "README.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _: text, current, count=1)
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text
-    path.write_text(updated)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -241,7 +229,7 @@ def main() -> None:
     text = render(results)
     print(text)
     if not args.no_write:
-        write_section(text)
+        write_section(SECTION, text)
     failed = [
         s
         for s, r in results.items()

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from readme_section import write_section  # noqa: E402 (bench/ is sys.path[0])
 
 SECTION = "## Bundle import"
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/snaglist_bench"
@@ -133,19 +133,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if not args.no_write:
-        write_section(text)
-
-
-def write_section(text: str) -> None:
-    """Replace (or append) the "## Bundle import" section of bench/README.md only."""
-    path = ROOT / "bench" / "README.md"
-    current = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _: text, current)
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text
-    path.write_text(updated, encoding="utf-8")
+        write_section(SECTION, text)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from readme_section import write_section  # noqa: E402 (bench/ is sys.path[0])
 
 DB_NAME = "snaglist_tp"
 DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
@@ -615,17 +616,6 @@ Timed from sending `scoring.run_start` to the worker closing the run (its finish
 """
 
 
-def write_section(text: str) -> None:
-    readme = ROOT / "bench" / "README.md"
-    content = readme.read_text() if readme.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
-    if pattern.search(content):
-        content = pattern.sub(lambda _: text + "\n", content)
-    else:
-        content = content.rstrip("\n") + "\n\n" + text
-    readme.write_text(content.rstrip("\n") + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", help="18 x 1,001 = 18,018 responses")
@@ -668,7 +658,7 @@ def main() -> None:
             print(f"{key:12} {value:.3f}" if isinstance(value, float) else f"{key:12} {value}")
     median = sorted(results, key=lambda x: x["ratio"])[len(results) // 2]
     if not args.no_write:
-        write_section(render(median, args.full, results))
+        write_section(SECTION, render(median, args.full, results))
         print(f"wrote {SECTION!r} to bench/README.md")
 
 

@@ -31,7 +31,6 @@ import argparse
 import os
 import platform
 import random
-import re
 import statistics
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from readme_section import write_section  # noqa: E402 (bench/ is sys.path[0])
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/snaglist_bench7"
 SECTION = "## Leaderboard from PostgreSQL"
@@ -242,17 +242,6 @@ Re-run: `.venv/bin/python bench/bench_leaderboard.py` (rewrites this section onl
 """
 
 
-def write_section(text: str) -> None:
-    readme = ROOT / "bench" / "README.md"
-    current = readme.read_text(encoding="utf-8") if readme.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _: text + "\n", current)
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text
-    readme.write_text(updated, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true", help="print only")
@@ -263,7 +252,7 @@ def main() -> None:
     text = render(result)
     print(text)
     if not args.no_write:
-        write_section(text)
+        write_section(SECTION, text)
 
 
 if __name__ == "__main__":

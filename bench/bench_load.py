@@ -47,6 +47,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import httpx
+from readme_section import write_section  # bench/ is sys.path[0] when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = str(ROOT / ".venv" / "bin" / "python")
@@ -535,19 +536,6 @@ def check_claims(stats: Stats, db: dict, claimers: list[str]) -> dict:
     }
 
 
-def write_section(text: str) -> None:
-    readme = ROOT / "bench" / "README.md"
-    old = readme.read_text()
-    if SECTION + "\n" in old:
-        head, rest = old.split(SECTION + "\n", 1)
-        nxt = re.search(r"^## ", rest, re.M)
-        tail = rest[nxt.start() :] if nxt else ""
-        new = head + text + ("\n" + tail if tail else "")
-    else:
-        new = old.rstrip("\n") + "\n\n" + text
-    readme.write_text(new)
-
-
 def probe_table(args, probe: Stats) -> list[str]:
     """Return the lines of the unloaded probe's table (empty without a probe)."""
     if not args.probe or not probe.server:
@@ -726,7 +714,7 @@ def main() -> None:
     if stats.errors:
         print("errors:", *stats.errors[:30], sep="\n  ")
     if not args.no_write:
-        write_section(text)
+        write_section(SECTION, text)
 
 
 if __name__ == "__main__":

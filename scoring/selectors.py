@@ -18,10 +18,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, Q
@@ -51,6 +50,9 @@ from scoring.engine import (
     compute_leaderboard,
 )
 from scoring.models import Grade, Judge
+
+if TYPE_CHECKING:  # pandas costs ~1 s to import: only functions that build frames load it
+    import pandas as pd
 
 BANDINGS = ("gap", "ci_overlap")
 CACHE_TIMEOUT = 60 * 60 * 24
@@ -312,6 +314,8 @@ def grade_rows(entries: EntryMap, judges: list[JudgeRef]) -> np.ndarray:
 
     A null grade (unparsed) is -1_000_000 (off any scale); one query.
     """
+    import pandas as pd
+
     if not judges or entries.entry_pk.size == 0:
         return np.empty((0, 4), dtype=np.int64)
     qs = (
@@ -349,6 +353,8 @@ def load_edition_grades(
     NotFoundError for an unknown judge id. `table` is None when no grade row is usable (a
     note says so); callers decide whether that is an error.
     """
+    import pandas as pd
+
     benchmark = edition.benchmark
     if judge_set is None:
         judge_set = resolve_judges(benchmark, judge_ids)

@@ -306,6 +306,19 @@ def test_wilson_interval_matches_the_formula():
         wilson_interval(1, 0)
 
 
+def test_two_sided_z_equals_scipys_normal_quantile():
+    from scipy.stats import norm
+
+    from scoring.engine.intervals import two_sided_z
+
+    for confidence in (0.5, 0.8, 0.9, 0.95, 0.99, 0.999):
+        assert two_sided_z(confidence) == pytest.approx(norm.ppf(0.5 + confidence / 2), abs=1e-9)
+    assert two_sided_z(0.95) == pytest.approx(1.959964, abs=1e-6)  # printed tables
+    for bad in (0, 1, 1.5):
+        with pytest.raises(ValueError):
+            two_sided_z(bad)
+
+
 def test_degenerate_bootstrap_interval_falls_back_to_wilson():
     table = agreed_table({"perfect": [2] * 10, "mixed": [2, 1, 0, 2, 1, 0, 2, 2, 1, 0]})
     board = compute_leaderboard(table, n_bootstrap=500, seed=0)

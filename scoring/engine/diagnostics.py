@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .intervals import two_sided_z
 from .table import GradeTable
 
 #: Fewer graded responses than this and a rank correlation is not reported.
@@ -32,7 +33,7 @@ def length_grade_correlation(
     "cannot_compute"}: the three figures None and `cannot_compute` the reason when
     fewer than MIN_RESPONSES responses are graded or lengths or grades are constant.
     """
-    from scipy.stats import norm, spearmanr
+    from scipy.stats import spearmanr
 
     ok = ~np.isnan(grades) & ~np.isnan(lengths)
     n = int(ok.sum())
@@ -54,7 +55,7 @@ def length_grade_correlation(
     rho = float(spearmanr(x, y).statistic)
     z = np.arctanh(np.clip(rho, -0.999999, 0.999999))
     se = np.sqrt((1 + rho**2 / 2) / (n - 3))
-    half = float(norm.ppf(0.5 + confidence / 2)) * se
+    half = two_sided_z(confidence) * se
     out.update(
         spearman=round(rho, 4),
         ci_low=round(float(np.tanh(z - half)), 4),

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import math
 import warnings
+from statistics import NormalDist
 
 import numpy as np
 
 #: Resample weights are built in chunks of at most this many cells, which bounds
 #: memory (8 bytes each) whatever the number of questions and resamples.
 _CHUNK_CELLS = 8_000_000
+
+
+def two_sided_z(confidence: float) -> float:
+    """The standard normal quantile for a two-sided interval: z with P(|Z| <= z) = confidence.
+
+    `confidence` is a fraction in (0, 1), e.g. 0.95 -> 1.959964. From the standard library's
+    statistics.NormalDist (the same figure as scipy.stats.norm.ppf to 1e-9), so computing a
+    board does not import scipy.stats. Raises ValueError outside (0, 1).
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
 def wilson_interval(k: float, n: float, z: float = 1.96) -> tuple[float, float]:

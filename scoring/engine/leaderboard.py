@@ -11,7 +11,7 @@ import numpy as np
 
 from ._json import fraction, percent
 from .bands import BANDINGS, Banding, Placement, assign_bands, assign_bands_ci_overlap
-from .intervals import bootstrap_score_intervals, wilson_interval
+from .intervals import bootstrap_score_intervals, two_sided_z, wilson_interval
 from .support import NeighbourComparison, gap_warning, paired_neighbour_comparisons, shared_ranks
 from .table import GradeTable, _id_key, classify_responses
 
@@ -366,7 +366,7 @@ def _intervals(
     confidence: float,
 ) -> tuple[np.ndarray, np.ndarray, list[str | None], list[Hashable]]:
     """Return (low, high, method per model, models given Wilson) for compute_leaderboard."""
-    z = _z(confidence)
+    z = two_sided_z(confidence)
     low = np.full(len(table.model_ids), np.nan)
     high = low.copy()
     if n_bootstrap > 0:
@@ -429,12 +429,6 @@ def _agreement_and_notes(
 
 
 # ---------------------------------------------------------------------- helpers
-def _z(confidence: float) -> float:
-    from scipy.stats import norm
-
-    return float(norm.ppf(0.5 + confidence / 2))
-
-
 def _band(rows: list[ModelScore], banding: str, gap: float) -> list[Placement]:
     scores = {r.model_id: r.score for r in rows}
     if banding == "gap":

@@ -6,14 +6,16 @@ import math
 import warnings
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ._json import fraction, percent
 from .leaderboard import Leaderboard, ModelScore
 from .table import GradeTable, _id_key, agreed_grades
+
+if TYPE_CHECKING:  # pandas costs ~1 s to import: only functions that build frames load it
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -284,6 +286,8 @@ def _missing(value: Any) -> bool:
 def _grade_map(
     source: GradeMap | GradeTable | pd.DataFrame,
 ) -> dict[tuple[Hashable, Hashable], Any]:
+    import pandas as pd
+
     if isinstance(source, GradeTable):
         return agreed_grades(source)
     if isinstance(source, pd.DataFrame):

@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas costs ~1 s to import: only functions that build frames load it
+    import pandas as pd
 
 #: Code for "this judge has no grade row for this response" (not graded yet,
 #: or the response does not exist).
@@ -100,6 +102,8 @@ class GradeTable:
         Raises ValueError on a missing column, a grade off the scale, a duplicate
         (question, model, judge) row, or a graded question absent from ``questions``.
         """
+        import pandas as pd
+
         scale_arr = normalise_scale(scale)
         missing = {"question_id", "model_id", "judge_id", "grade"} - set(grades.columns)
         if missing:
@@ -160,6 +164,8 @@ class GradeTable:
         questions: Iterable[Mapping[str, Any]] | None = None,
     ) -> GradeTable:
         """Build a table from dicts with the keys of :meth:`from_frame` (e.g. parsed JSONL rows)."""
+        import pandas as pd
+
         frame = pd.DataFrame.from_records(
             [
                 {
@@ -187,6 +193,8 @@ class GradeTable:
         questions: pd.DataFrame | None = None,
     ) -> GradeTable:
         """Build a table from four parallel 1-D arrays (NaN or None = null grade)."""
+        import pandas as pd
+
         frame = pd.DataFrame(
             {
                 "question_id": np.asarray(question_id),
@@ -308,6 +316,8 @@ def _py(value: Any) -> Any:
 
 
 def _factorize_sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    import pandas as pd
+
     codes, uniques = pd.factorize(values, sort=False)
     if (codes < 0).any():
         raise ValueError(f"row {int(np.flatnonzero(codes < 0)[0])}: missing id")
@@ -319,6 +329,8 @@ def _factorize_sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _codes_in(values: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, int | None]:
+    import pandas as pd
+
     idx = pd.Index(ids).get_indexer(values)
     bad = np.flatnonzero(idx < 0)
     return idx.astype(np.int64), (int(bad[0]) if bad.size else None)
@@ -326,6 +338,8 @@ def _codes_in(values: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, int | No
 
 def _grade_codes(grades: pd.Series, scale: np.ndarray) -> np.ndarray:
     """Map grade values to scale indices; NULL for null; ValueError if off the scale."""
+    import pandas as pd
+
     values = pd.to_numeric(grades, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     raw_null = grades.isna().to_numpy()
     bad_text = np.flatnonzero(np.isnan(values) & ~raw_null)
@@ -345,6 +359,8 @@ def _grade_codes(grades: pd.Series, scale: np.ndarray) -> np.ndarray:
 
 
 def _question_frame(questions: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd
+
     if "question_id" not in questions.columns:
         raise ValueError("questions frame lacks column 'question_id'")
     if questions["question_id"].duplicated().any():
