@@ -11,6 +11,7 @@ NAV = [
     ("Overview", "home", None),
     ("Review queue", "review:queue", Role.REVIEWER),
     ("Approvals", "review:approvals", Role.EDITOR),
+    ("Progress", "review:progress_index", Role.EDITOR),
     ("Key editions", "review:editions_index", None),
     ("Leaderboard", "scoring:leaderboard_index", None),
     ("Report", "scoring:report_index", None),

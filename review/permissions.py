@@ -73,6 +73,14 @@ def can_report_problem(user) -> bool:
     return has_role(user, Role.REVIEWER)
 
 
+def can_view_progress(user) -> bool:
+    """The review's progress page (issue 31 item 3): editors and admins.
+
+    It names reviewers with their pace and approval rate, so reviewers do not see it.
+    """
+    return has_role(user, Role.EDITOR)
+
+
 def can_run_triage(user) -> bool:
     return has_role(user, Role.EDITOR)
 

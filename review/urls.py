@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from review import approval_views, edition_views, views
+from review import approval_views, edition_views, progress_views, views
 
 app_name = "review"
 
@@ -53,6 +53,8 @@ urlpatterns = [
         edition_views.edition_preview_rescore,
         name="edition_preview_rescore",
     ),
+    path("review/progress/", progress_views.progress_index, name="progress_index"),
+    path("review/progress/<slug:benchmark>/", progress_views.progress, name="progress"),
     path("log/", views.log, name="log"),
     path("scorecard/<slug:benchmark>/", views.scorecard, name="scorecard"),
     path("review/report/<slug:benchmark>/", views.report_problem, name="report_problem"),

@@ -414,6 +414,9 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # the preview re-score: editors; a published edition is refused with a message (303)
     "review:edition_preview_rescore": (NO_GET, EDITORS),
     "review:log": (page(403, 403, 200), NO_POST),
+    # the review's progress (issue 31): editors and admins; one benchmark -> straight to it
+    "review:progress_index": (page(403, 302, 302), NO_POST),
+    "review:progress": (page(403, 200, 200), NO_POST),
     "review:scorecard": (ANY_ROLE, NO_POST),
     "review:report_spam": (NO_GET, REVIEWERS),  # a reader's report (issue 22): any reviewer
     # "Report a problem": the form for any reviewer; an empty form comes back (422).

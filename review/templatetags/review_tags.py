@@ -166,3 +166,23 @@ def word_diff(old, new) -> str:
         if j2 > j1:
             parts.append(f'<ins class="diff-new">{escape("".join(b[j1:j2]))}</ins>')
     return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
+
+
+@register.filter
+def duration_words(value) -> str:
+    """A timedelta in words a reviewer reads at a glance: "40 s", "12 min", "3 h 5 min",
+    "2 days 4 h" (rounded down to the unit shown; "" for None)."""
+    if value is None:
+        return ""
+    seconds = int(value.total_seconds())
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if seconds < 3600:
+        return f"{minutes} min"
+    if seconds < 86400:
+        rest = minutes - hours * 60
+        return f"{hours} h {rest} min" if rest else f"{hours} h"
+    rest = hours - days * 24
+    unit = "day" if days == 1 else "days"
+    return f"{days} {unit} {rest} h" if rest else f"{days} {unit}"
