@@ -216,13 +216,10 @@ class ModelRow:
     # 90 characters (Django's truncatechars), so the page's table runs no filter per cell
     cells: list[GradeCell] = field(default_factory=list)
     summary: str = ""
-
-    @property
-    def agreed(self) -> int | None:
-        values = list(self.grades.values())
-        if len(values) >= 2 and values[0] is not None and all(v == values[0] for v in values):
-            return values[0]
-        return None
+    # the grade the judge panel agreed on (methodology rule 1, asked of the engine:
+    # scoring.engine.agreed_grade_rows over the panel's grades at its pinned prompt
+    # versions), None when the response is not counted; filled by model_rows
+    agreed: int | None = None
 
 
 @dataclass
@@ -307,17 +304,31 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     return passage
 
 
-def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], list[ModelRow]]:
+def model_rows(
+    question: Question, entry: KeyEntry | None, benchmark: Benchmark | None = None
+) -> tuple[list[str], list[ModelRow]]:
     """Return (judge ids, one row per response with each judge's grade on `entry`).
 
-    Three queries (judges, responses, grades). Each row carries the judges' grades, flag
-    reasons and rationales keyed by judge id, and the same as `cells` in judge order.
+    Four or five queries (judges; the panel, and without one the active judges; responses;
+    grades), one more when `benchmark` (the question's) is not given. Each row carries every
+    judge's grades, flag reasons and rationales keyed by judge id, the same as `cells` in
+    judge order, and `agreed`: the panel's agreed grade as the leaderboard counts it
+    (scoring.selectors.scoring_judges: the panel at its pinned prompt versions, or every
+    active judge without a panel; scoring.engine.agreed_grade_rows), so a judge off the
+    panel shows its grade but never changes what counts.
     """
+    from scoring.engine import agreed_grade_rows
+    from scoring.selectors import scoring_judges
+
     judges = list(
         Judge.objects.filter(benchmark_id=question.benchmark_id, role=Judge.Role.JUDGE)
         .order_by("judge_id")
         .values_list("judge_id", flat=True)
     )
+    benchmark = benchmark or question.benchmark
+    panel = scoring_judges(benchmark)
+    pinned = {j.judge_id: j.prompt_version for j in panel}
+    counted: dict[int, dict[str, int | None]] = defaultdict(dict)
     rows: dict[int, ModelRow] = {}
     responses = question.responses.select_related("model").order_by("model__model_id")
     for response in responses:
@@ -331,11 +342,19 @@ def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], l
             )
             .order_by("judge__judge_id")
             .values_list(
-                "response_id", "judge__judge_id", "grade", "flag", "flag_reason", "rationale"
+                "response_id",
+                "judge__judge_id",
+                "grade",
+                "flag",
+                "flag_reason",
+                "rationale",
+                "prompt_version",
             )
         )
-        for response_id, judge_id, grade, flag, flag_reason, rationale in grades:
+        for response_id, judge_id, grade, flag, flag_reason, rationale, version in grades:
             row = rows[response_id]
+            if pinned.get(judge_id) == version:
+                counted[response_id][judge_id] = grade
             row.grades[judge_id] = grade
             row.rationales[judge_id] = rationale
             if flag:
@@ -350,6 +369,12 @@ def model_rows(question: Question, entry: KeyEntry | None) -> tuple[list[str], l
             for j, g in row.grades.items()
         ]
         row.summary = truncate_chars(row.response, 90)
+    agreed = agreed_grade_rows(
+        [[counted[pk].get(j.judge_id) for j in panel] for pk in rows],
+        benchmark.grade_scale or [0, 1, 2],
+    )
+    for row, grade in zip(rows.values(), agreed, strict=True):
+        row.agreed = grade
     return judges, list(rows.values())
 
 

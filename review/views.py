@@ -119,7 +119,7 @@ def queue_next(request: HttpRequest) -> HttpResponse:
 def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
     edition, chain = selectors.working_edition_with_chain(item.benchmark_id)
     entry = selectors.entry_for_question(item.question, edition, chain=chain)
-    judges, rows = selectors.model_rows(item.question, entry)
+    judges, rows = selectors.model_rows(item.question, entry, item.benchmark)
     prev_id, next_id = selectors.neighbour_item_ids(item)
     user = request.user
     holds = permissions.holds_claim(user, item)

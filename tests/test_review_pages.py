@@ -14,7 +14,7 @@ from scoring.models import Grade
 from tests.factories import ReviewItemFactory
 from tests.review_fixtures import *  # noqa: F403
 from tests.review_fixtures import build_world, set_grades, set_verdicts
-from tests.test_serving_cost import _session_queries, _sqlite
+from tests.test_serving_cost import ITEM_PAGE_QUERIES, _session_queries, _sqlite
 
 pytestmark = pytest.mark.django_db
 
@@ -157,9 +157,9 @@ def test_review_page_query_count_is_bounded(client, reviewer, django_assert_max_
     services.review_item_claim(item=item, user=reviewer)
     client.force_login(reviewer)
     client.get("/review/")
-    # 16 since the issue 18 load work (tests/test_serving_cost.py), + a database session,
-    # + SQLite's second neighbour query
-    with django_assert_max_num_queries(16 + _session_queries() + _sqlite()):
+    # tests/test_serving_cost.py's bound, + a database session, + SQLite's second
+    # neighbour query
+    with django_assert_max_num_queries(ITEM_PAGE_QUERIES + _session_queries() + _sqlite()):
         assert client.get(f"/review/items/{item.pk}/").status_code == 200
 
 

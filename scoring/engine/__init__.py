@@ -33,7 +33,8 @@ seed=0, confidence=0.95) -> Leaderboard``
     Per corrected question: up / down / same / not_comparable (newly, no longer,
     neither counted) [11].
     ``agreed_grades(table)`` gives the {(question_id, model_id): grade|None}
-    input.
+    input; ``agreed_grade_rows(rows, scale)`` the same rule for a few responses (the
+    item page's), one grade per panel judge in each row.
 
 ``assign_bands(scores, gap=1.5) -> list[Placement]`` and
 ``assign_bands_ci_overlap(scores, intervals) -> list[Placement]``
@@ -54,7 +55,7 @@ from .bands import Placement, assign_bands, assign_bands_ci_overlap
 from .intervals import bootstrap_score_intervals, wilson_interval
 from .leaderboard import CategoryScore, Leaderboard, ModelScore, compute_leaderboard, model_scores
 from .robustness import GradeChange, ModelMove, Robustness, compare_leaderboards, grade_changes
-from .table import GradeTable, agreed_grades, classify_responses
+from .table import GradeTable, agreed_grade_rows, agreed_grades, classify_responses
 
 __all__ = [
     "AgreementReport",
@@ -67,6 +68,7 @@ __all__ = [
     "PairAgreement",
     "Placement",
     "Robustness",
+    "agreed_grade_rows",
     "agreed_grades",
     "assign_bands",
     "assign_bands_ci_overlap",

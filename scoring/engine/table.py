@@ -281,6 +281,32 @@ def classify_responses(codes: np.ndarray, scale: np.ndarray) -> ResponseStatus:
     )
 
 
+def agreed_grade_rows(
+    rows: Sequence[Sequence[int | None]], scale: Iterable[int]
+) -> list[int | None]:
+    """Rule 1 for a handful of responses (an item page's): the agreed grade of each row.
+
+    Each row holds one grade per judge of the panel, in any fixed order: an int on
+    `scale`, or None where the judge's grade is null (unparsed) or not there yet. Returns,
+    per row, the grade every judge gave, or None when the response is not counted (a None
+    in the row, judges that differ, a grade off the scale, or no judges at all). The same
+    classify_responses as the leaderboard, so the page and the board cannot disagree.
+    """
+    scale_arr = normalise_scale(scale)
+    width = max((len(r) for r in rows), default=0)
+    if not rows or width == 0:
+        return [None] * len(rows)
+    index = {int(v): i for i, v in enumerate(scale_arr)}
+    codes = np.full((1, len(rows), width), ABSENT, dtype=np.int16)
+    for m, row in enumerate(rows):
+        for j, grade in enumerate(row):
+            codes[0, m, j] = NULL if grade is None else index.get(int(grade), NULL)
+    status = classify_responses(codes, scale_arr)
+    return [
+        int(scale_arr[codes[0, m, 0]]) if status.counted[0, m] else None for m in range(len(rows))
+    ]
+
+
 def agreed_grades(
     table: GradeTable, *, scored_only: bool = False
 ) -> dict[tuple[Any, Any], int | None]:
