@@ -14,6 +14,7 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import choice, flag, number
+from scoring.engine.bands import DEFAULT_BAND_GAP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -271,7 +272,7 @@ SPECTACULAR_SETTINGS = {
 
 # --- Domain settings (methodology.md) --------------------------------------
 # Rule 9: a new band starts where the gap to the next model is >= this many points.
-SNAGLIST_BAND_GAP = number("SNAGLIST_BAND_GAP", float, 1.5, above=0, maximum=100)
+SNAGLIST_BAND_GAP = number("SNAGLIST_BAND_GAP", float, DEFAULT_BAND_GAP, above=0, maximum=100)
 SNAGLIST_BOOTSTRAP = number("SNAGLIST_BOOTSTRAP", int, 1000, minimum=1)
 SNAGLIST_BOOTSTRAP_SEED = number("SNAGLIST_BOOTSTRAP_SEED", int, 20240301, minimum=0)
 # A model with fewer counted responses than this is flagged `few_counted` on the

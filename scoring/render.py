@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from scoring.costs import costs_markdown
+from scoring.engine.bands import DEFAULT_BAND_GAP
 from scoring.spreadsheet import csv_text
 
 LABELS = {
@@ -56,7 +57,7 @@ def banding_sentence(doc: dict[str, Any]) -> str:
             "interval it overlaps)."
         )
     sentence = (
-        f"Banding: gap bands, threshold {doc.get('band_gap', 1.5):g} points (a new band starts "
+        f"Banding: gap bands, threshold {doc.get('band_gap', DEFAULT_BAND_GAP):g} points (a new band starts "
         "where the gap to the next model is at least the threshold; gaps under it are not findings)."
     )
     if doc.get("band_boundaries"):

@@ -9,7 +9,7 @@ Public API (methodology.md rules in brackets):
     point for a Django selector: build two DataFrames, call this.
     Also ``GradeTable.from_records(...)`` and ``GradeTable.from_arrays(...)``.
 
-``compute_leaderboard(table, *, band_gap=1.5, banding="gap", n_bootstrap=1000,
+``compute_leaderboard(table, *, band_gap=DEFAULT_BAND_GAP, banding="gap", n_bootstrap=1000,
 seed=0, confidence=0.95) -> Leaderboard``
     Per model n_counted / n_excluded_disagreement / n_unparsed /
     n_missing_grade, score in percent [1, 2], bootstrap or Wilson interval,
@@ -36,7 +36,7 @@ seed=0, confidence=0.95) -> Leaderboard``
     input; ``agreed_grade_rows(rows, scale)`` the same rule for a few responses (the
     item page's), one grade per panel judge in each row.
 
-``assign_bands(scores, gap=1.5) -> list[Placement]`` and
+``assign_bands(scores, gap=DEFAULT_BAND_GAP) -> list[Placement]`` and
 ``assign_bands_ci_overlap(scores, intervals) -> list[Placement]``
     Ranks ("=N" for ties, competition ranking) and bands of a score mapping.
 

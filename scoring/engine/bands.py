@@ -14,6 +14,11 @@ from typing import Literal
 
 from .table import _id_key
 
+#: Rule 9's default threshold in percentage points: the write-up chose 1.5 points as "the
+#: margin our own corrections moved things". The one place the number is written;
+#: settings.SNAGLIST_BAND_GAP defaults to it.
+DEFAULT_BAND_GAP = 1.5
+
 #: Scores closer than this (percentage points) are the same score.  It absorbs
 #: floating error (0.1 + 0.2 != 0.3) so that neither a tie nor an exact-threshold
 #: gap can be tipped by the last bit of a double.
@@ -85,7 +90,9 @@ def _placements(
     return out
 
 
-def assign_bands(scores: Mapping[Hashable, float | None], gap: float = 1.5) -> list[Placement]:
+def assign_bands(
+    scores: Mapping[Hashable, float | None], gap: float = DEFAULT_BAND_GAP
+) -> list[Placement]:
     """Rank models and cut them into bands by score gap; return placements in display order.
 
     ``scores``: {model_id: score in percent (0-100) or None}.  ``gap``: threshold in

@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 
 from ._json import fraction, percent
-from .bands import BANDINGS, Banding, Placement, assign_bands, assign_bands_ci_overlap
+from .bands import (
+    BANDINGS,
+    DEFAULT_BAND_GAP,
+    Banding,
+    Placement,
+    assign_bands,
+    assign_bands_ci_overlap,
+)
 from .intervals import bootstrap_score_intervals, two_sided_z, wilson_interval
 from .support import NeighbourComparison, gap_warning, paired_neighbour_comparisons, shared_ranks
 from .table import GradeTable, _id_key, classify_responses
@@ -200,7 +207,7 @@ def model_scores(table: GradeTable) -> dict[Hashable, float]:
 def compute_leaderboard(
     table: GradeTable,
     *,
-    band_gap: float = 1.5,
+    band_gap: float = DEFAULT_BAND_GAP,
     banding: Banding = "gap",
     n_bootstrap: int = 1000,
     seed: int | None = 0,

@@ -57,7 +57,7 @@ class Command(JsonCommand):
             "--band-gap",
             type=_positive_float,
             default=None,
-            help="percentage points between bands (default: settings.SNAGLIST_BAND_GAP, 1.5)",
+            help="percentage points between bands (default: settings.SNAGLIST_BAND_GAP)",
         )
         parser.add_argument(
             "--bootstrap",
