@@ -7,8 +7,9 @@ from functools import wraps
 
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.utils.cache import patch_vary_headers
 from django_htmx.http import HttpResponseClientRedirect
+
+from core.htmx import vary_on_htmx, wants_fragment
 
 
 def requires(check):
@@ -26,17 +27,15 @@ def requires(check):
     return decorator
 
 
-def vary(response: HttpResponse) -> HttpResponse:
-    """Add `Vary: HX-Request` (the view answers htmx requests differently)."""
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+# `Vary: HX-Request` on a response that depends on core.htmx.wants_fragment.
+vary = vary_on_htmx
 
 
 def forbidden(request: HttpRequest, message: str) -> HttpResponse:
     """403 with the reason: a page, or for an htmx request a fragment that replaces the form
     (static/js/review.js lets htmx swap 403), so a save refused because the item was
     reassigned meanwhile says so instead of doing nothing."""
-    if request.htmx:
+    if wants_fragment(request):
         reload_url = request.headers.get("HX-Current-URL") or request.path
         return vary(
             render(

@@ -20,6 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from core.actions import Action
+from core.htmx import wants_fragment
 from questions.models import Benchmark, Question
 from review import permissions, queue_rows, selectors, services
 from review.cited_passages import proposal_passages, successor_passage
@@ -50,7 +51,7 @@ PAGE_SIZE = 50
 def _conflict(request: HttpRequest, exc: ConflictError, item: ReviewItem) -> HttpResponse:
     return render(
         request,
-        "review/_conflict.html" if request.htmx else "review/error.html",
+        "review/_conflict.html" if wants_fragment(request) else "review/error.html",
         {"title": "This item changed", "message": str(exc), "conflict": exc, "item": item},
         status=409,
     )
@@ -89,8 +90,7 @@ def queue(request: HttpRequest) -> HttpResponse:
         # one CSRF field for every row's Claim form, not a {% csrf_token %} per row
         "csrf_field": csrf_input(request),
     }
-    partial = request.htmx and not request.htmx.history_restore_request
-    if partial:
+    if wants_fragment(request):
         return vary(render(request, "review/_queue_results.html", context))
     context["choices"] = selectors.filter_choices()
     return vary(render(request, "review/queue.html", context))
@@ -285,7 +285,7 @@ def _form_post(request, item_id, form_class, template, form_key, run):
         form.add_error(None, str(exc))
     context = _item_context(request, item, **{form_key: form})
     status = 422
-    if request.htmx:
+    if wants_fragment(request):
         context["form"] = form
         return vary(render(request, template, context, status=status))
     return vary(render(request, "review/item.html", context, status=status))
@@ -362,7 +362,7 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
     except InvalidTransitionError as exc:
         form.add_error(None, str(exc))
     context = _item_context(request, item, decide_form=form)
-    if request.htmx:
+    if wants_fragment(request):
         return vary(render(request, "review/_decision_panel.html", context, status=422))
     return vary(render(request, "review/item.html", context, status=422))
 
@@ -385,7 +385,7 @@ def _refused_panel(
     item = _get_item(item.pk)  # as it is now
     context = _item_context(request, item, decide_form=form)
     context["refused"] = {"message": message, "conflict": conflict}
-    template = "review/_decision_panel.html" if request.htmx else "review/item.html"
+    template = "review/_decision_panel.html" if wants_fragment(request) else "review/item.html"
     return vary(render(request, template, context, status=status))
 
 
@@ -533,8 +533,7 @@ def scorecard(request: HttpRequest, benchmark: str) -> HttpResponse:
 
     bench = get_object_or_404(Benchmark, name=benchmark)
     ctx = {"benchmark": bench, "card": detector_scorecard(bench)}
-    partial = request.htmx and not (request.htmx.boosted or request.htmx.history_restore_request)
-    template = "review/_scorecard.html" if partial else "review/scorecard.html"
+    template = "review/_scorecard.html" if wants_fragment(request) else "review/scorecard.html"
     return vary(render(request, template, ctx))
 
 

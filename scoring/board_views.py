@@ -13,8 +13,8 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 
+from core.htmx import vary_on_htmx, wants_fragment
 from questions.errors import DomainError, NotFoundError
 from questions.models import Benchmark, Category, KeyEdition, KeyEntry
 from questions.selectors import latest_published_edition
@@ -332,13 +332,9 @@ def leaderboard(request: HttpRequest, benchmark: str) -> HttpResponse:
         }
     )
     template = (
-        "scoring/leaderboard_board.html"
-        if request.htmx and not (request.htmx.boosted or request.htmx.history_restore_request)
-        else "scoring/leaderboard.html"
+        "scoring/leaderboard_board.html" if wants_fragment(request) else "scoring/leaderboard.html"
     )
-    response = render(request, template, ctx)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+    return vary_on_htmx(render(request, template, ctx))
 
 
 def leaderboard_csv_download(request: HttpRequest, benchmark: str) -> HttpResponse:
@@ -441,14 +437,8 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
         + f"?edition={sel['edition'].name}",
         "page_url": reverse("scoring:report", args=[benchmark]),
     }
-    template = (
-        "scoring/report_body.html"
-        if request.htmx and not (request.htmx.boosted or request.htmx.history_restore_request)
-        else "scoring/report.html"
-    )
-    response = render(request, template, ctx)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+    template = "scoring/report_body.html" if wants_fragment(request) else "scoring/report.html"
+    return vary_on_htmx(render(request, template, ctx))
 
 
 REASON_LABELS = dict(KeyEntry.Reason.choices)

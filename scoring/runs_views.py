@@ -17,8 +17,9 @@ from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
-from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
 
+from core.htmx import vary_on_htmx, wants_fragment
 from core.pages import bad_request_page
 from questions.errors import DomainError
 from questions.models import Benchmark, KeyEdition
@@ -66,7 +67,6 @@ def _decorate(run: ScoringRun) -> ScoringRun:
 
 
 @require_GET
-@vary_on_headers("HX-Request")
 def runs(request: HttpRequest) -> HttpResponse:
     """List recent runs (live progress) and the editions an admin can re-score or audit."""
     _require_admin(request)
@@ -75,15 +75,15 @@ def runs(request: HttpRequest) -> HttpResponse:
     for r in recent:
         r.spent = spent.get(r.pk)
     context = {"runs": recent, "any_active": any(r.is_active for r in recent)}
-    if request.htmx and not request.htmx.history_restore_request:
-        return render(request, "scoring/runs_table.html", context)
+    if wants_fragment(request):
+        return vary_on_htmx(render(request, "scoring/runs_table.html", context))
     editions = KeyEdition.objects.select_related("benchmark").order_by(
         "benchmark__name", "created_at", "id"
     )
     context["editions"] = editions
     context["benchmarks"] = list(Benchmark.objects.order_by("name"))
     context["panel_drift"] = panel_drift(context["benchmarks"]).items()
-    return render(request, "scoring/runs.html", context)
+    return vary_on_htmx(render(request, "scoring/runs.html", context))
 
 
 @require_POST
@@ -154,19 +154,21 @@ def run_estimate(request: HttpRequest) -> HttpResponse:
         "kind": kind,
         "kind_label": ScoringRun.Kind(kind).label,
     }
-    fragment = request.htmx and not request.htmx.history_restore_request
-    template = "scoring/runs_estimate.html" if fragment else "scoring/runs_estimate_page.html"
+    template = (
+        "scoring/runs_estimate.html"
+        if wants_fragment(request)
+        else "scoring/runs_estimate_page.html"
+    )
     return render(request, template, context)
 
 
 @require_GET
-@vary_on_headers("HX-Request")
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """Show one run: progress, counters, ledger summary and its failed pairs."""
     _require_admin(request)
     run = _decorate(get_object_or_404(runs_queryset(), pk=pk))
-    if request.htmx and not request.htmx.history_restore_request:
-        return render(request, "scoring/runs_progress.html", {"run": run})
+    if wants_fragment(request):
+        return vary_on_htmx(render(request, "scoring/runs_progress.html", {"run": run}))
     failed = (
         RunItem.objects.filter(run=run, state=RunItem.State.FAILED)
         .select_related("judge", "response__model", "response__question", "key_entry__question")
@@ -188,7 +190,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "batch_retry": settings.SNAGLIST_BATCH_FAILED_RETRY,
         "notes": [line for line in run.error.splitlines() if line],
     }
-    return render(request, "scoring/runs_detail.html", context)
+    return vary_on_htmx(render(request, "scoring/runs_detail.html", context))
 
 
 @require_GET
@@ -247,8 +249,6 @@ def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _back_to(request: HttpRequest, run: ScoringRun) -> HttpResponse:
     url = reverse("scoring:run-detail", kwargs={"pk": run.pk})
-    if request.htmx and not request.htmx.history_restore_request:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
     return redirect(url)
