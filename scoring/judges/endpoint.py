@@ -69,7 +69,9 @@ class EndpointPolicy:
     refused_env: frozenset[str] = frozenset()
     http_hosts: frozenset[str] = frozenset()
     allowed_networks: tuple[IPNetwork, ...] = ()
-    resolve: Callable[..., list] = field(default=socket.getaddrinfo, compare=False)
+    resolve: Callable[..., list] = field(
+        default=lambda *a, **k: _getaddrinfo(*a, **k), compare=False
+    )
 
     def check_key_env(self, name: str | None) -> None:
         """Raise EndpointRefused("api_key_env", why) unless `name` may hold a judge's key."""
@@ -163,6 +165,11 @@ class EndpointPolicy:
         """Both static checks (no DNS): check_key_env then check_url."""
         self.check_key_env(key_env)
         self.check_url(url)
+
+
+def _getaddrinfo(*args: object, **kwargs: object) -> list:
+    """socket.getaddrinfo, looked up at each call (so a test's replacement applies)."""
+    return socket.getaddrinfo(*args, **kwargs)
 
 
 def _literal(host: str) -> IPAddress | None:
