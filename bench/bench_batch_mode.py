@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-KEY_ENV = "SNAGLIST_BENCH_JUDGE_KEY"
+KEY_ENV = "SNAGLIST_JUDGE_KEY_BENCH"
 
 
 def serve(conn) -> None:
@@ -57,6 +57,9 @@ def main() -> None:
     os.environ["CELERY_TASK_ALWAYS_EAGER"] = "1"
     os.environ.pop("REDIS_URL", None)
     os.environ[KEY_ENV] = "sk-bench-not-a-secret"
+    from tests.judge_server import LOOPBACK_JUDGES  # the loopback judge over http
+
+    os.environ.update(LOOPBACK_JUDGES)
     parent, child = multiprocessing.Pipe()
     server = multiprocessing.get_context("fork").Process(target=serve, args=(child,), daemon=True)
     server.start()

@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SECTION = "## Cost"
-KEY_ENV = "SNAGLIST_BENCH_JUDGE_KEY"
+KEY_ENV = "SNAGLIST_JUDGE_KEY_BENCH"
 # Illustrative live prices per million tokens (USD), of the kind an admin copies from the
 # vendors' price pages: an OpenAI-like judge and an Anthropic-like one.
 PRICES = {
@@ -576,6 +576,9 @@ def main() -> None:
             KEY_ENV: "sk-bench-loopback-not-a-secret",
         }
     )
+    from tests.judge_server import LOOPBACK_JUDGES  # the loopback judge over http
+
+    os.environ.update(LOOPBACK_JUDGES)
     ctx = set_up(args)
     try:
         parts = [SECTIONS[name](ctx) for name in SECTIONS if not args.only or name in args.only]

@@ -46,7 +46,7 @@ from readme_section import write_section  # noqa: E402 (bench/ is sys.path[0])
 DB_NAME = "snaglist_tp"
 DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
 REDIS_URL = "redis://127.0.0.1:6379/12"
-KEY_ENV = "SNAGLIST_BENCH_JUDGE_KEY"
+KEY_ENV = "SNAGLIST_JUDGE_KEY_BENCH"
 SECTION = "## Judge throughput"
 
 
@@ -316,6 +316,9 @@ def run(args: argparse.Namespace) -> dict:
             KEY_ENV: "sk-bench-loopback-not-a-secret",
         }
     )
+    from tests.judge_server import LOOPBACK_JUDGES  # the loopback judge over http
+
+    os.environ.update(LOOPBACK_JUDGES)
     import django
 
     django.setup()

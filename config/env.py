@@ -86,3 +86,32 @@ def choice(name: str, default: str, choices: set[str] | frozenset[str]) -> str:
         allowed = ", ".join(repr(c) for c in sorted(choices))
         raise ImproperlyConfigured(f"{name} must be one of {allowed}, not {raw!r}")
     return raw
+
+
+def names(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    """Return the environment variable `name` as comma-separated words (blanks dropped),
+    else `default`. Raises ImproperlyConfigured naming the variable when a word holds
+    anything but letters, digits and _ . - : / [ ] (names, hosts, prefixes or networks)."""
+    raw = _raw(name)
+    if raw == "":
+        return default
+    words = tuple(w.strip() for w in raw.split(",") if w.strip())
+    bad = [w for w in words if not all(c.isalnum() or c in "_.-:/[]" for c in w)]
+    if bad:
+        raise ImproperlyConfigured(f"{name}: {bad[0]!r} is not a name, host or prefix")
+    return words
+
+
+def networks(name: str) -> tuple:
+    """Return the environment variable `name` as comma-separated IP networks
+    ("127.0.0.0/8,::1/128"; a bare address is one host), else (). Raises
+    ImproperlyConfigured naming the variable and the bad item."""
+    import ipaddress
+
+    out = []
+    for word in names(name, ()):
+        try:
+            out.append(ipaddress.ip_network(word.strip("[]"), strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {word!r} is not an IP network") from None
+    return tuple(out)

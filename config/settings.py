@@ -13,7 +13,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import choice, flag, number
+from config.env import choice, flag, names, networks, number
 from scoring.engine.bands import DEFAULT_BAND_GAP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -352,6 +352,41 @@ SNAGLIST_BATCH_FAILED_RETRY = choice("SNAGLIST_BATCH_FAILED_RETRY", "live", {"li
 SNAGLIST_RESCORE_RETRY_BASE_SECONDS = number(
     "SNAGLIST_RESCORE_RETRY_BASE_SECONDS", float, 30.0, above=0
 )
+
+# --- Where judges may send calls, and which variables may hold their keys (issue 26) ----
+# A judge's base_url and api_key_env may come from a bundle (untrusted): the judges package
+# checks them before every call (scoring.judges.endpoint; docs/admin.md, "Judges' addresses
+# and keys"). A key variable's name must begin with one of these prefixes or be one of the
+# allowed names (the vendors' SDK defaults by default).
+SNAGLIST_JUDGE_KEY_ENV_PREFIX = names("SNAGLIST_JUDGE_KEY_ENV_PREFIX", ("SNAGLIST_JUDGE_KEY_",))
+SNAGLIST_JUDGE_KEY_ENV_ALLOWED = names(
+    "SNAGLIST_JUDGE_KEY_ENV_ALLOWED", ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+)
+# Never a judge's key, whatever the two settings above say: the variables that hold the
+# server's own secrets (not read from the environment, so it cannot be emptied there).
+SNAGLIST_JUDGE_KEY_ENV_REFUSED = frozenset(
+    {
+        "DATABASE_URL",
+        "DJANGO_SECRET_KEY",
+        "SECRET_KEY",
+        "REDIS_URL",
+        "CELERY_BROKER_URL",
+        "CELERY_RESULT_BACKEND",
+        "DEMO_PASSWORD",
+        "EMAIL_HOST_PASSWORD",
+        "EMAIL_URL",
+        "PGPASSWORD",
+        "TEST_DATABASE_URL",
+        "TEST_REDIS_URL",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+    }
+)
+# Hosts a judge may reach over plain http (default none: https only), e.g. "127.0.0.1" for a
+# loopback judge; and address ranges allowed although not public (loopback, private,
+# link-local; default none), e.g. "127.0.0.0/8". Cloud metadata addresses are always refused.
+SNAGLIST_JUDGE_HTTP_HOSTS = tuple(h.lower() for h in names("SNAGLIST_JUDGE_HTTP_HOSTS", ()))
+SNAGLIST_JUDGE_ALLOWED_NETWORKS = networks("SNAGLIST_JUDGE_ALLOWED_NETWORKS")
 
 LOGGING = {
     "version": 1,

@@ -42,6 +42,11 @@ class Action(models.TextChoices):
         "changed who may read the benchmark's public results site",
     )
     JUDGE_PRICES_SET = "judge.prices_set", "set a judge's token prices"
+    JUDGE_ACTIVATE = (
+        "judge.activate",
+        "activated a judge, having seen its address and key variable",
+    )
+    JUDGE_DEACTIVATE = "judge.deactivate", "deactivated a judge"
     RUN_BUDGET_SET = "run.budget_set", "set a run's budget"
     RUN_BUDGET_STOP = "run.budget_stop", "stopped the run at its budget"
 

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db import transaction
+from django.template.defaultfilters import pluralize
+from django.template.response import TemplateResponse
 
 from core.actions import Action
 from core.services import audit_log
 from questions.admin import ViewOnlyAdmin
+from questions.errors import DomainError
 from scoring import models as m
+from scoring.services.backends import endpoint_problems
+from scoring.services.judge_access import judge_endpoint, judge_set_active
 
 PRICE_COLUMNS = ("price_currency", *m.PRICE_FIELDS)
 
@@ -26,12 +33,42 @@ def _prices(judge: m.Judge | None) -> dict[str, str | None]:
     }
 
 
+class JudgeForm(forms.ModelForm):
+    """The judge form: base_url and api_key_env must pass the settings' EndpointPolicy
+    (scoring.services.backends.endpoint_problems; docs/admin.md)."""
+
+    base_url = forms.URLField(max_length=500, required=False, assume_scheme="https")
+
+    class Meta:
+        model = m.Judge
+        fields = ["backend", "base_url", "api_key_env"]  # the admin adds its fieldsets
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        problems = endpoint_problems(
+            backend=data.get("backend") or "",
+            base_url=data.get("base_url") or "",
+            api_key_env=data.get("api_key_env") or "",
+        )
+        for field, reason in problems:
+            self.add_error(field, reason)
+        return data
+
+
 @admin.register(m.Judge)
 class JudgeAdmin(admin.ModelAdmin):
     """Judges and their prices. Prices are per million tokens, live and batch, in the
     judge's currency, copied by an admin from the vendor's price page; empty = unknown (the
     cost of that judge's calls is then reported as unknown). A change of prices is written
-    to the audit log (judge.prices_set) with the prices before and after."""
+    to the audit log (judge.prices_set) with the prices before and after.
+
+    `active` is not edited in the form: the actions "Activate" (a page showing each judge's
+    address and key variable first) and "Deactivate" change it, audit-logged
+    (scoring.services.judge_access)."""
+
+    form = JudgeForm
+    readonly_fields = ["active"]
+    actions = ["activate_judges", "deactivate_judges"]
 
     fieldsets = [
         (
@@ -80,6 +117,39 @@ class JudgeAdmin(admin.ModelAdmin):
     ]
     list_filter = ["benchmark", "role", "backend", "vendor", "active"]
     search_fields = ["judge_id", "name", "model"]
+
+    @admin.action(description="Activate the selected judges (shows their addresses first)")
+    def activate_judges(self, request: Any, queryset: Any) -> Any:
+        """First show each judge's address, key variable and whether the settings allow
+        them; on confirmation, activate those allowed (judge_set_active, audit-logged)."""
+        judges = list(queryset.select_related("benchmark").order_by("benchmark", "judge_id"))
+        if request.POST.get("confirm") != "yes":
+            context = {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "title": "Activate judges",
+                "rows": [judge_endpoint(j) for j in judges],
+                "selected": [j.pk for j in judges],
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(request, "admin/scoring/judge/activate.html", context)
+        done = 0
+        for judge in judges:
+            try:
+                done += judge_set_active(judge=judge, active=True, actor=request.user)
+            except DomainError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+        self.message_user(request, f"Activated {done} judge{pluralize(done)}.")
+        return None
+
+    @admin.action(description="Deactivate the selected judges")
+    def deactivate_judges(self, request: Any, queryset: Any) -> None:
+        """Deactivate the selected judges (judge_set_active, audit-logged)."""
+        done = sum(
+            judge_set_active(judge=j, active=False, actor=request.user)
+            for j in queryset.select_related("benchmark")
+        )
+        self.message_user(request, f"Deactivated {done} judge{pluralize(done)}.")
 
     def save_model(self, request: Any, obj: m.Judge, form: Any, change: bool) -> None:
         """Save the judge; when its prices changed, log them in the same transaction."""

@@ -51,6 +51,10 @@ class Judge(models.Model):
         OPENAI = "openai", "OpenAI-compatible Chat Completions"
         ANTHROPIC = "anthropic", "Anthropic Messages"
 
+    # The backends that call a vendor's API with a key from the environment: such a judge
+    # from a bundle arrives inactive until an admin activates it (issue 26).
+    CALLING_BACKENDS = frozenset({"openai", "anthropic"})
+
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="judges")
     judge_id = models.CharField(max_length=200)
     name = models.CharField(max_length=300)
@@ -68,7 +72,12 @@ class Judge(models.Model):
         blank=True,
         help_text="temperature, max_tokens, timeout, strictness, concurrency, rpm ...",
     )
-    active = models.BooleanField(default=True)
+    active = models.BooleanField(
+        default=True,
+        help_text="Only an active judge is called. A judge that calls an API and came from a "
+        "bundle is inactive until an admin activates it (the action 'Activate', which shows its "
+        "address and key variable first, or manage.py activate_judge); audit-logged.",
+    )
     # Prices per million tokens, set by an admin from the vendor's price page (no built-in
     # list: it would go stale). Empty = unknown, so a cost that needs it is unknown too.
     price_currency = models.CharField(

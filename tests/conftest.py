@@ -39,6 +39,30 @@ def _fast_password_hashing():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _loopback_judges_allowed():
+    """Allow the tests' loopback judges over http (tests.judge_server.LOOPBACK_JUDGES: what
+    an administrator sets for them, docs/admin.md), in this process and the workers it
+    starts (they read the environment)."""
+    import os
+
+    from django.conf import settings
+
+    from config.env import names, networks
+    from tests.judge_server import LOOPBACK_JUDGES
+
+    saved = {name: os.environ.get(name) for name in LOOPBACK_JUDGES}
+    os.environ.update(LOOPBACK_JUDGES)
+    settings.SNAGLIST_JUDGE_HTTP_HOSTS = names("SNAGLIST_JUDGE_HTTP_HOSTS", ())
+    settings.SNAGLIST_JUDGE_ALLOWED_NETWORKS = networks("SNAGLIST_JUDGE_ALLOWED_NETWORKS")
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _flush_past_the_truncate_guard():
     """Let the test runner's flush empty a database that holds a published key edition.
 

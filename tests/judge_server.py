@@ -57,6 +57,14 @@ from tests.judge_batches import BatchEndpoints, BatchPlan
 GOOD_GRADE = '{"grade": 2, "rationale": "matches the key", "flag": false, "flag_reason": ""}'
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
 
+# What an administrator sets to let judges reach a loopback server over http (docs/admin.md,
+# "Judges' addresses and keys"): the tests (tests/conftest.py) and the bench scripts put it
+# in the environment before Django starts.
+LOOPBACK_JUDGES = {
+    "SNAGLIST_JUDGE_HTTP_HOSTS": "127.0.0.1",
+    "SNAGLIST_JUDGE_ALLOWED_NETWORKS": "127.0.0.0/8",
+}
+
 
 @dataclass(frozen=True)
 class Behaviour:

@@ -90,7 +90,7 @@ def worked(db):
     edition = make_correction(bench, reviewer=reviewer, approver=editor)
     judge = Judge.objects.filter(benchmark=bench, role="judge").order_by("judge_id").first()
     judge.base_url = "https://svc:hunter2@llm.example.org:8443/v1?key=sk-secret#x"
-    judge.api_key_env = "ACME_API_KEY"
+    judge.api_key_env = "SNAGLIST_JUDGE_KEY_ACME"
     judge.backend_settings = {"temperature": 0.0, "max_tokens": 600, "api_key": "sk-secret"}
     judge.save()
     auditor = Judge.objects.filter(benchmark=bench, role="auditor").order_by("judge_id").first()
@@ -165,7 +165,7 @@ def test_the_history_restores_into_an_empty_database_field_by_field(worked, tmp_
         [
             "ref-lenient",
             "https://llm.example.org:8443/v1",
-            "ACME_API_KEY",
+            "SNAGLIST_JUDGE_KEY_ACME",
             {"temperature": 0.0, "max_tokens": 600},
             True,
         ]

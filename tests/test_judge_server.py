@@ -31,7 +31,7 @@ from tests.judge_server import (
     status,
 )
 
-KEY_ENV = "SNAGLIST_TEST_KEY"
+KEY_ENV = "SNAGLIST_JUDGE_KEY_LOOPBACK_TEST"
 SECRET = "sk-loopback-SECRET-7f3a9c2e4b6d8f10a2c4e6b8d0f1a3c5"
 SDKS = ["openai", "anthropic"]
 INPUT = GradingInput(

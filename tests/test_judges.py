@@ -541,7 +541,7 @@ def test_bad_config_is_refused(config: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------------------
 
 SECRET = "sk-test-" + "Zq9" * 12
-KEY_ENV = "SNAGLIST_TEST_JUDGE_KEY"
+KEY_ENV = "SNAGLIST_JUDGE_KEY_TEST"
 GOOD_JSON = '{"grade": 2, "rationale": "1100 mm matches", "flag": false, "flag_reason": ""}'
 
 

@@ -26,7 +26,7 @@ from tests.worker_fixtures import build_benchmark, publish_correction
 pytestmark = pytest.mark.django_db(transaction=True)
 
 judge_server = loopback.judge_server
-KEY_ENV = "SNAGLIST_ASYNC_TEST_KEY"
+KEY_ENV = "SNAGLIST_JUDGE_KEY_ASYNC_TEST"
 GRADE_1 = '{"grade": 1, "rationale": "partly right", "flag": false, "flag_reason": ""}'
 
 

@@ -400,7 +400,9 @@ def test_publish_with_the_broker_down_succeeds_and_rescoring_starts_when_it_is_b
     assert scoring_tasks.sweep_rescore_requests() == [draft.pk]  # eager: runs at once
     request.refresh_from_db()
     assert started == [draft.pk] and not request.is_waiting()
-    assert request.note == "no active judge with a backend can grade this edition"
+    assert request.note == (
+        "no judge of the judge panel (with no panel: no active judge) can grade this edition"
+    )
     # A second delivery finds the request started and starts nothing.
     assert scoring_tasks.rescore_requested(draft.pk) is None
     assert started == [draft.pk]

@@ -43,7 +43,7 @@ PAIRS = 6 * 3 * 2  # questions x models x judges
 ENV = {
     "SNAGLIST_RESCORE_CHUNK": "3",
     "SNAGLIST_PAIR_LEASE_SECONDS": "2",
-    "H8_FAKE_JUDGE_KEY": "sk-test-not-a-secret",
+    "SNAGLIST_JUDGE_KEY_H8_FAKE": "sk-test-not-a-secret",
 }
 
 

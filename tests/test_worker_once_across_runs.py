@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 QUESTIONS, MODELS, JUDGES = 12, 4, 2
 PAIRS = QUESTIONS * MODELS * JUDGES  # 96
-ENV = {"SNAGLIST_RESCORE_CHUNK": "16", "H8_FAKE_JUDGE_KEY": "sk-test-not-a-secret"}
+ENV = {"SNAGLIST_RESCORE_CHUNK": "16", "SNAGLIST_JUDGE_KEY_H8_FAKE": "sk-test-not-a-secret"}
 
 
 def _rescore(benchmark: str) -> int:

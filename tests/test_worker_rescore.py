@@ -70,7 +70,7 @@ def test_worker_killed_twice_mid_run_then_resumed_grades_each_pair_once(
     env = {
         "SNAGLIST_RESCORE_CHUNK": "3",
         "SNAGLIST_PAIR_LEASE_SECONDS": "2",
-        "H8_FAKE_JUDGE_KEY": "sk-test-not-a-secret",
+        "SNAGLIST_JUDGE_KEY_H8_FAKE": "sk-test-not-a-secret",
     }
     data = build_benchmark(n_questions=6, n_models=3, grade_original=False)
     use_openai_judges(data.judges, fake_openai_judge)
@@ -105,7 +105,7 @@ def test_judge_answering_429_for_a_while_still_completes(celery_worker_factory, 
         "SNAGLIST_RESCORE_CHUNK": "4",
         "SNAGLIST_RESCORE_RETRY_BASE_SECONDS": "0.3",
         "SNAGLIST_RESCORE_MAX_RETRIES": "12",
-        "H8_FAKE_JUDGE_KEY": "sk-test-not-a-secret",
+        "SNAGLIST_JUDGE_KEY_H8_FAKE": "sk-test-not-a-secret",
     }
     data = build_benchmark(n_questions=4, n_models=3, grade_original=False)
     use_openai_judges(data.judges, fake_openai_judge)

@@ -529,12 +529,12 @@ def fake_openai_judge():
 
 
 def use_openai_judges(judges, server: FakeOpenAIJudge, **backend_settings) -> None:
-    """Point judges at the loopback server (key read from H8_FAKE_JUDGE_KEY in the worker)."""
+    """Point judges at the loopback server (key read from SNAGLIST_JUDGE_KEY_H8_FAKE in the worker)."""
     for judge in judges:
         judge.backend = "openai"
         judge.model = "fake-judge"
         judge.base_url = server.base_url
-        judge.api_key_env = "H8_FAKE_JUDGE_KEY"
+        judge.api_key_env = "SNAGLIST_JUDGE_KEY_H8_FAKE"
         judge.backend_settings = {
             "max_retries": 1,
             "base_delay": 0.05,

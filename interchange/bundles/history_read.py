@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from core.bundle_parts import Known, parts
 from interchange.bundles.data import BundleData
@@ -121,19 +120,40 @@ def _publications(source: BundleSource, p: Problems, b: BundleData) -> None:
         b.publications[edition] = {"published_at": at, "published_by": by, "line": row.line}
 
 
-def _base_url(row: Row) -> str | None:
+def _base_url(row: Row, policy: Any) -> str | None:
+    """Return the row's base_url, or None with an error on the row when the settings'
+    EndpointPolicy refuses it (scoring.judges.endpoint: https, or http to an allowed host;
+    no user name, password, query or fragment; an IP literal must be public or allowed)."""
+    from scoring.judges import EndpointRefused
+
     url = row.text("base_url", required=False, null=True, max_length=500)
     if not url:
         return url
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        row.error("base_url", f"{url[:60]!r} is not an http(s) URL")
-        return None
-    if parts.username or parts.password or parts.query or parts.fragment:
-        # A user name, password or token in a URL is a secret: secrets never travel.
-        row.error("base_url", "must not carry a user name, password, query or fragment")
+    try:
+        policy.check_url(url)
+    except EndpointRefused as exc:
+        row.error("base_url", exc.reason)
         return None
     return url
+
+
+def _key_env(row: Row, policy: Any) -> str | None:
+    """Return the row's api_key_env, or None with an error on the row when it is not a
+    variable name or not one the settings allow for judges' keys (never a server secret)."""
+    from scoring.judges import EndpointRefused
+
+    env = row.text("api_key_env", required=False, null=True, max_length=100)
+    if not env:
+        return env
+    if not ENV_NAME.match(env):
+        row.error("api_key_env", f"{env[:40]!r} is not an environment variable name")
+        return None
+    try:
+        policy.check_key_env(env)
+    except EndpointRefused as exc:
+        row.error("api_key_env", exc.reason)
+        return None
+    return env
 
 
 def _settings(row: Row) -> dict[str, Any] | None:
@@ -159,12 +179,13 @@ def _settings(row: Row) -> dict[str, Any] | None:
 
 
 def _judge_settings(source: BundleSource, p: Problems, b: BundleData) -> None:
+    from scoring.services.backends import endpoint_policy
+
+    policy = endpoint_policy()
     for row in iter_jsonl(source, JUDGE_SETTINGS, p):
         jid = row.ident("judge_id", MAX["judge_id"])
-        base_url = _base_url(row)
-        env = row.text("api_key_env", required=False, null=True, max_length=100)
-        if env and not ENV_NAME.match(env):
-            row.error("api_key_env", f"{env[:40]!r} is not an environment variable name")
+        base_url = _base_url(row, policy)
+        env = _key_env(row, policy)
         settings = _settings(row)
         active = row.boolean("active", default=True)
         if jid is not None and jid not in b.judges:

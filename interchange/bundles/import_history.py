@@ -70,10 +70,17 @@ class HistorySteps(ImportBase):
 
     def _judge_settings(self) -> None:
         """Set the settings of the judges this import created; warn where a stored judge's
-        differ (the product may have changed them since)."""
+        differ (the product may have changed them since). A stored judge is never changed,
+        so a re-import cannot move an activated judge to another address or key variable,
+        nor activate one; a judge that calls an API is set inactive whatever the bundle
+        says (the reader has already refused a base_url or api_key_env the settings'
+        EndpointPolicy does not allow)."""
         for jid, given in self.d.judge_settings.items():
             values = {f: given[f] for f in JUDGE_SETTING_FIELDS}
             if jid in self.new_judges:
+                # Never active when it calls an API: only an admin activates it (issue 26).
+                calling = self.d.judges[jid]["backend"] in Judge.CALLING_BACKENDS
+                values["active"] = values["active"] and not calling
                 Judge.objects.filter(pk=self.judge_pk[jid]).update(**values)
                 self.created["judge_settings"] += 1
                 continue

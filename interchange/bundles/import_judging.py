@@ -70,14 +70,28 @@ class JudgingSteps(ImportBase):
                     "differently in the database (backend/model/prompt_version); kept as stored"
                 )
         self.new_judges = set(new)
+        # A judge that calls an API arrives inactive (issue 26): a bundle is untrusted, and
+        # only an admin who has seen its address and key variable activates it.
+        calling = sorted(k for k in new if js[k]["backend"] in Judge.CALLING_BACKENDS)
         made = self._bulk(
             Judge,
             [
-                Judge(benchmark=self.bench, judge_id=k, **{n: js[k][n] for n in (*names, *config)})
+                Judge(
+                    benchmark=self.bench,
+                    judge_id=k,
+                    active=k not in calling,
+                    **{n: js[k][n] for n in (*names, *config)},
+                )
                 for k in new
             ],
             "judges",
         )
+        if calling:
+            self.warnings.append(
+                f"judges.csv: warning: judge {', '.join(map(repr, calling))} calls an API and "
+                "was added inactive; an admin checks its address and key variable and "
+                "activates it (manage.py activate_judge ID, or the admin's judge list)"
+            )
         self.judge_pk = {k: v[0] for k, v in stored.items()}
         self.judge_pk.update({j.judge_id: j.pk for j in made})
         self._panel()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .base import CONFIG_KEYS, DEFAULT_CACHE_MIN_TOKENS, JudgeBackend, JudgeConfig
+from .endpoint import EndpointPolicy, EndpointRefused
 from .limits import LimiterTimeout, NullLimiter, RedisLimiter, get_limiter
 from .llm import AnthropicBackend, ChatBackend, OpenAIBackend
 from .parsing import is_truncated, parse_grade, parse_verdict
@@ -45,19 +46,29 @@ def get_backend(
     sleep: Callable[[float], None] | None = None,
     rng: random.Random | None = None,
     limiter: Any | None = None,
+    endpoint_policy: EndpointPolicy | None = None,
 ) -> JudgeBackend:
     """Return the backend a judge config names ("reference", "openai" or "anthropic").
 
     config keys: see JudgeConfig / CONFIG_KEYS. http_client (an httpx-style client
     the SDK accepts), sleep, rng and limiter are for the model backends: tests
-    inject a mock transport, a no-op sleep and a seeded random source.
+    inject a mock transport, a no-op sleep and a seeded random source. endpoint_policy
+    (scoring.judges.endpoint.EndpointPolicy) is checked before every call of a model
+    backend; None checks nothing (the Django side always passes one).
     Raises JudgeConfigError for an invalid config.
     """
     cfg = config if isinstance(config, JudgeConfig) else JudgeConfig.from_dict(config)
     if cfg.backend == "reference":
         return ReferenceBackend(cfg)
     cls = OpenAIBackend if cfg.backend == "openai" else AnthropicBackend
-    return cls(cfg, http_client=http_client, sleep=sleep, rng=rng, limiter=limiter)
+    return cls(
+        cfg,
+        http_client=http_client,
+        sleep=sleep,
+        rng=rng,
+        limiter=limiter,
+        endpoint_policy=endpoint_policy,
+    )
 
 
 def limiter_for(
@@ -75,6 +86,8 @@ def limiter_for(
 
 
 __all__ = [
+    "EndpointPolicy",
+    "EndpointRefused",
     "AUDITOR_PROMPT_VERSION",
     "CONFIG_KEYS",
     "DEFAULT_CACHE_MIN_TOKENS",

@@ -6,6 +6,12 @@ per backend and shared by threads); the async path (`agrade`, on the judge event
 scoring.judges.aio) keeps one async SDK client per backend while the variable's value stays
 the same. The key is never written to the database, logged, or put into raw_output or
 exception text (exception text is redacted, and raised errors carry no chained SDK exception).
+
+Before each call (each attempt, sync, async or batch: `_api_key` is the one place) a backend
+given an EndpointPolicy (scoring.judges.endpoint; scoring.services.backends.judge_backend
+always gives one) checks the key variable's name and the base_url's host against it, the
+host's addresses as resolved then (DNS rebinding; a resolution is reused for
+RESOLVE_TTL_SECONDS), and refuses the call with EndpointRefused (a JudgeConfigError).
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ import functools
 import os
 import random
 import threading
+import time
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .base import JudgeBackend, JudgeConfig
+from .endpoint import EndpointPolicy
 from .limits import LimiterTimeout, NullLimiter
 from .parsing import is_truncated, parse_grade, parse_verdict
 from .prompts import (
@@ -53,6 +61,9 @@ from .types import (
 
 # A cut-off reply is retried once with this many times the token budget (brief: x2).
 TRUNCATION_BUDGET_FACTOR = 2
+# How long a backend trusts its last check of base_url's resolved addresses: a look-up per
+# call would block the judge event loop on DNS for every call (glibc keeps no cache).
+RESOLVE_TTL_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -89,8 +100,11 @@ class ChatBackend(JudgeBackend):
         rng: random.Random | None = None,
         limiter: Any | None = None,
         limiter_timeout: float | None = 600.0,
+        endpoint_policy: EndpointPolicy | None = None,
     ) -> None:
         self.config = config
+        self.endpoint_policy = endpoint_policy
+        self._endpoint_checked_at: float | None = None
         self.limiter_timeout = limiter_timeout
         self._http_client = http_client
         self._owns_http_client = http_client is None
@@ -268,11 +282,27 @@ class ChatBackend(JudgeBackend):
         return self._aio
 
     def _api_key(self) -> str:
+        """Return the key for one call, after the endpoint checks (module docstring). Raises
+        EndpointRefused for a refused key variable, URL or resolved address, and
+        JudgeConfigError when the variable is not set."""
+        self._check_endpoint()
         name = self.config.api_key_env or ""
         key = os.environ.get(name, "")
         if not key:
             raise JudgeConfigError(f"environment variable {name} is not set")
         return key
+
+    def _check_endpoint(self) -> None:
+        policy = self.endpoint_policy
+        if policy is None:
+            return
+        policy.check_key_env(self.config.api_key_env)
+        now = time.monotonic()
+        checked = self._endpoint_checked_at
+        if checked is not None and now - checked < RESOLVE_TTL_SECONDS:
+            return
+        policy.check_resolved(self.config.base_url)
+        self._endpoint_checked_at = now
 
     def _classify(self, exc: BaseException) -> Failure | None:
         secret = os.environ.get(self.config.api_key_env or "", "")

@@ -37,6 +37,7 @@ from scoring.services.pairs import (
     audit_needed_pairs,
     benchmark_graders,
     graders_for,
+    panel_graders,
     rescore_needed_pairs,
 )
 from scoring.services.runs import (
@@ -75,6 +76,7 @@ __all__ = [
     "PairUnavailable",
     "RunHeartbeat",
     "active_graders",
+    "panel_graders",
     "benchmark_graders",
     "audit_needed_pairs",
     "chunk_size",

@@ -40,6 +40,46 @@ def template_of(prompt_version: str) -> str | None:
     return prompt_version if prompt_version.startswith(PROMPT_TEMPLATE_PREFIXES) else None
 
 
+def endpoint_policy() -> Any:
+    """Return the scoring.judges.EndpointPolicy of the settings (issue 26; docs/admin.md,
+    "Judges' addresses and keys"): SNAGLIST_JUDGE_KEY_ENV_PREFIX / _ALLOWED / _REFUSED,
+    SNAGLIST_JUDGE_HTTP_HOSTS and SNAGLIST_JUDGE_ALLOWED_NETWORKS. Read at each call, so a
+    changed setting (or a test's override) applies at once."""
+    from scoring.judges import EndpointPolicy
+
+    return EndpointPolicy(
+        key_env_prefixes=tuple(settings.SNAGLIST_JUDGE_KEY_ENV_PREFIX),
+        key_env_allowed=frozenset(settings.SNAGLIST_JUDGE_KEY_ENV_ALLOWED),
+        refused_env=frozenset(settings.SNAGLIST_JUDGE_KEY_ENV_REFUSED),
+        http_hosts=frozenset(h.lower() for h in settings.SNAGLIST_JUDGE_HTTP_HOSTS),
+        allowed_networks=tuple(settings.SNAGLIST_JUDGE_ALLOWED_NETWORKS),
+    )
+
+
+def endpoint_problems(*, backend: str, base_url: str, api_key_env: str) -> list[tuple[str, str]]:
+    """Return [(field, reason)] for what the settings' EndpointPolicy refuses in a judge's
+    base_url / api_key_env, without a DNS look-up ([] when allowed). A backend that calls
+    no API (none, "reference") is not checked. The key variable checked is the one the
+    backend would read: api_key_env, or the vendor's default (scoring.judges
+    DEFAULT_API_KEY_ENV). Used by the bundle import, the admin form and activation."""
+    from scoring.judges.base import DEFAULT_API_KEY_ENV
+    from scoring.judges.endpoint import EndpointRefused
+
+    if backend not in Judge.CALLING_BACKENDS:
+        return []
+    policy = endpoint_policy()
+    problems = []
+    for check, value in (
+        (policy.check_key_env, api_key_env or DEFAULT_API_KEY_ENV.get(backend, "")),
+        (policy.check_url, base_url),
+    ):
+        try:
+            check(value)
+        except EndpointRefused as exc:
+            problems.append((exc.field, exc.reason))
+    return problems
+
+
 def judge_backend_config(judge: Judge) -> dict[str, Any]:
     """Return the scoring.judges config for a Judge row (secrets stay in the environment).
 
@@ -86,25 +126,42 @@ def judge_backend(judge: Judge) -> Any:
     per process and shared by threads, so a worker does not open a new connection pool per
     chunk; a changed row (other model, URL, settings, key variable name) gets a new one.
     The API key itself is never part of the cache: backends read it at each call.
-    Raises scoring.judges.JudgeConfigError for a bad configuration.
+    Raises scoring.judges.JudgeConfigError for a bad configuration, and for a judge that
+    calls an API while inactive (a judge from a bundle stays so until an admin activates it:
+    scoring.services.judge_access); EndpointRefused (one) when its base_url or key variable
+    breaks the settings' EndpointPolicy, which the backend also checks before every call,
+    against base_url's resolved addresses (scoring.judges.endpoint).
 
     The chunk path looks this function up on this module at call time
     (`backends.judge_backend(judge)`), so a test replaces it here
     (`monkeypatch.setattr(scoring.services.backends, "judge_backend", ...)`) to put a
     double in front of every judge: the one seam for fake backends.
     """
-    from scoring.judges import JudgeConfig, get_backend, limiter_for
+    from scoring.judges import JudgeConfig, JudgeConfigError, get_backend, limiter_for
 
     raw = judge_backend_config(judge)
+    if judge.backend in Judge.CALLING_BACKENDS and not judge.active:
+        raise JudgeConfigError(
+            f"judge {judge.judge_id} is inactive: an admin checks its address and key variable "
+            f"and activates it (manage.py activate_judge {judge.judge_id}, or the admin's "
+            "judge list)"
+        )
+    policy = endpoint_policy()
     judge_key = f"{judge.benchmark_id}:{judge.judge_id}"
-    cache_key = (judge_key, repr(sorted(raw.items())), getattr(settings, "REDIS_URL", ""))
+    cache_key = (
+        judge_key,
+        repr(sorted(raw.items())),
+        getattr(settings, "REDIS_URL", ""),
+        repr(policy),
+    )
     with _BACKENDS_LOCK:
         backend = _BACKENDS.get(cache_key)
     if backend is not None:
         return backend
     config = JudgeConfig.from_dict(raw)
+    policy.check(config.base_url, config.api_key_env)
     limiter = limiter_for(config, redis_client(), judge_key)
-    backend = get_backend(config, limiter=limiter)
+    backend = get_backend(config, limiter=limiter, endpoint_policy=policy)
     with _BACKENDS_LOCK:
         if len(_BACKENDS) >= _BACKENDS_MAX:
             _BACKENDS.pop(next(iter(_BACKENDS)))  # oldest; its pool closes when collected

@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 
 from questions.models import KeyEdition, Response
 from questions.selectors import edition_ancestry_ids, scored_entries
-from scoring.models import AuditVerdict, Grade, Judge, ScoringRun
+from scoring.models import AuditVerdict, Grade, Judge, PanelMember, ScoringRun
 from scoring.retries import answered_attempts, asks_left
 from scoring.services.tunables import unparsed_retries
 from scoring.services.work import Pair
@@ -55,6 +55,19 @@ def active_graders(
 ) -> tuple[list[Judge], list[str]]:
     """Return the benchmark's judges (or auditors) that can grade, and notes on the others."""
     return graders_for(benchmark_graders(edition, role=role), role=role)
+
+
+def panel_graders(edition: KeyEdition) -> tuple[list[Judge], list[str]]:
+    """Return the judges of the edition's benchmark's judge panel (methodology rule 12) that
+    can grade, and notes on the others (graders_for); a benchmark with no panel: every
+    active judge (active_graders), as its figures then use. What a re-score after
+    publishing grades with (issue 26: never every active judge of a panel's benchmark). A
+    panel judge grades at its current prompt version (rescore_needed_pairs)."""
+    seats = PanelMember.objects.filter(benchmark_id=edition.benchmark_id).select_related("judge")
+    judges = sorted((seat.judge for seat in seats), key=lambda j: j.judge_id)
+    if not judges:
+        return active_graders(edition)
+    return graders_for(judges)
 
 
 def rescore_needed_pairs(*, edition: KeyEdition, judges: Sequence[Judge]) -> list[Pair]:

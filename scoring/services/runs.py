@@ -33,9 +33,9 @@ from scoring.models import Judge, RescoreRequest, RunItem, ScoringRun
 from scoring.services.backends import redis_client
 from scoring.services.ledger import free_dead_leases, live_holders
 from scoring.services.pairs import (
-    active_graders,
     audit_needed_pairs,
     graders_for,
+    panel_graders,
     rescore_needed_pairs,
     total_pairs,
 )
@@ -334,15 +334,17 @@ def leaderboard_refresh(*, run: ScoringRun) -> None:
 def rescore_after_publish(edition_id: int) -> ScoringRun | None:
     """Create and enqueue a grading run for a newly published edition (rule 8).
 
-    Uses every active judge of the benchmark that can grade; only responses whose
-    effective key entry changed (or that were never graded) end up needed. Returns None
-    (with a log line) when the edition is gone or no judge can grade.
+    Uses the judges of the benchmark's judge panel that can grade (`panel_graders`; every
+    active judge only when no panel is set): the judges whose grades make its figures, not
+    every active judge (issue 26). Only responses whose effective key entry changed (or
+    that were never graded) end up needed. Returns None (with a log line) when the edition
+    is gone or no judge can grade.
     """
     edition = KeyEdition.objects.filter(pk=edition_id).first()
     if edition is None:
         logger.warning("rescore_after_publish: no key edition %s", edition_id)
         return None
-    judges, notes = active_graders(edition)
+    judges, notes = panel_graders(edition)
     if not judges:
         logger.info(
             "rescore_after_publish: no judge of %s can grade (%s)", edition, "; ".join(notes)
@@ -383,7 +385,7 @@ def rescore_request_start(*, edition_id: int) -> ScoringRun | None:
     """Start the re-scoring a RescoreRequest waits for; return its run (None: none started).
 
     Takes the request under a row lock, so of two deliveries one starts the run and the
-    other finds it started. Creates the run with every active judge that can grade
+    other finds it started. Creates the run with the judge panel's judges that can grade
     (`rescore_after_publish`); when none can, the request is closed with a note and no run.
     Returns None when the edition has no waiting request.
     """
@@ -399,7 +401,7 @@ def rescore_request_start(*, edition_id: int) -> ScoringRun | None:
         request.started_at = timezone.now()
         request.run = run
         if run is None:
-            request.note = "no active judge with a backend can grade this edition"
+            request.note = "no judge of the judge panel (with no panel: no active judge) can grade this edition"
         request.save(update_fields=["started_at", "run", "note"])
     return run
 
