@@ -49,6 +49,9 @@ class Action(models.TextChoices):
     JUDGE_DEACTIVATE = "judge.deactivate", "deactivated a judge"
     RUN_BUDGET_SET = "run.budget_set", "set a run's budget"
     RUN_BUDGET_STOP = "run.budget_stop", "stopped the run at its budget"
+    # written by the grade trigger (questions/trigger_functions.py), not by Python
+    GRADE_REASK = "grade.reask", "replaced an unparsed grade with the judge's new reply"
+    BENCHMARK_DELETE = "benchmark.delete", "deleted the benchmark and everything in it"
 
 
 def action_label(action: str) -> str:

@@ -49,6 +49,38 @@ class BenchmarkAdmin(admin.ModelAdmin):
     readonly_fields = ["created_at", "is_public", "credit_reviewers"]
     actions = ["make_public", "make_public_crediting", "make_private"]
 
+    def get_actions(self, request: Any) -> dict[str, Any]:
+        # No bulk delete: a benchmark with a published edition is deleted by the command.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def delete_view(self, request: Any, object_id: str, extra_context: Any = None) -> Any:
+        """Refuse a benchmark with a published key edition before collecting its rows.
+
+        Django's page lists every dependent row (4,087 queries, 76 s on the demo, issue 26)
+        and the triggers refuse the delete anyway; `manage.py delete_benchmark` does it
+        in one transaction with an audit entry (questions.benchmark_delete).
+        """
+        from django.shortcuts import redirect
+
+        benchmark = Benchmark.objects.filter(pk=object_id).only("name").first()
+        if (
+            benchmark is not None
+            and KeyEdition.objects.filter(
+                benchmark=benchmark, status=KeyEdition.Status.PUBLISHED
+            ).exists()
+        ):
+            self.message_user(
+                request,
+                f"{benchmark.name} has a published key edition, which this page cannot "
+                "delete. Run, as the database's owner: manage.py delete_benchmark "
+                f'--benchmark {benchmark.name} (docs/admin.md, "Deleting a benchmark").',
+                level=messages.ERROR,
+            )
+            return redirect("admin:questions_benchmark_change", benchmark.pk)
+        return super().delete_view(request, object_id, extra_context)
+
     def _set(self, request: Any, queryset: Any, public: bool, credit: bool) -> None:
         from questions.services import benchmark_publicity_set
 

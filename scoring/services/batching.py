@@ -12,6 +12,7 @@ import threading
 
 from django.db import transaction
 
+from questions.trigger_functions import REASK_MARKER_SQL
 from scoring.models import Grade, RunItem, ScoringRun
 from scoring.services.ledger import USAGE_COLUMNS
 from scoring.services.tunables import SETTLE_BATCH, SETTLE_SECONDS
@@ -89,7 +90,12 @@ class BatchSettler:
                 at = [columns.index(c) for c in GRADE_PAIR]
                 rows = [[d.grade[c] for c in columns] for d in with_grade]
                 # A stored null grade (an unparsed reply asked again) is replaced; a real
-                # grade stored meanwhile is kept and the pair settled as reused.
+                # grade stored meanwhile is kept and the pair settled as reused. On
+                # PostgreSQL the grade trigger lets the replacement through only with this
+                # transaction's marker, and writes its audit entry (trigger_functions).
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute(REASK_MARKER_SQL)
                 inserted = set(
                     insert_rows(
                         Grade, columns, rows, skip_conflicts=GRADE_PAIR, replace_null="grade"
