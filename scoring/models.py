@@ -364,14 +364,17 @@ ADVERSE_VERDICTS = frozenset({AuditVerdict.Verdict.WRONG, AuditVerdict.Verdict.U
 
 
 class JudgeCall(models.Model):
-    """Ledger of every paid call to a judge backend (one row per attempt that was sent)."""
+    """Ledger of every call to a judge backend (one row per attempt), written "started"
+    before the call goes out. Only an answered call ("ok": its reply recorded) counts as
+    paid; "started" (in flight) and "lost" (in flight at a kill) are "sent, outcome unknown"
+    (scoring.costs.UNKNOWN_OUTCOMES): the vendor may or may not have received and billed it."""
 
     class Outcome(models.TextChoices):
         STARTED = "started", "In flight"
         OK = "ok", "Answered"
         RETRY = "retry", "Transient error, retried"
         FAILED = "failed", "Failed"
-        LOST = "lost", "In flight at a kill"
+        LOST = "lost", "Sent, outcome unknown (in flight at a kill)"
 
     # run and response have no index of their own: call_run_judge_idx and call_pair_idx
     # start with them (one index less to maintain per ledger row written). On PostgreSQL

@@ -55,8 +55,9 @@ def ledger_summary(run: ScoringRun) -> dict[str, int]:
     """Return the run's judge-call ledger: calls sent, answered, retried, failed, lost,
     started, and paid twice (by this run, and by its edition's runs).
 
-    `in_flight_at_kill` (outcome "lost") are calls in flight when a worker was killed: paid
-    for, no grade kept, called again. `paid_twice` counts this run's answered calls whose
+    `in_flight_at_kill` (outcome "lost") are calls in flight when a worker was killed: sent,
+    outcome unknown (not counted as paid: scoring.costs.UNKNOWN_OUTCOMES), no grade kept,
+    called again. `paid_twice` counts this run's answered calls whose
     pair had already been answered by an earlier call of any run (issue 19: counted across
     runs, so a second run on the same edition that bought a pair again shows it here);
     `edition_paid_twice` is the same count over every run of the run's edition
