@@ -331,6 +331,13 @@ SNAGLIST_PAIR_LEASE_SECONDS = number("SNAGLIST_PAIR_LEASE_SECONDS", float, 60.0,
 SNAGLIST_WORKER_HEARTBEAT_SECONDS = number(
     "SNAGLIST_WORKER_HEARTBEAT_SECONDS", float, 10.0, above=0
 )
+# The longest wait, in seconds, before heal_runs sends a stalled run again when its last
+# re-send brought no worker report (issue 26 item 3): the first re-send's deadline is the stall
+# time (3 heartbeats, 30 s), doubled per unanswered re-send up to this cap, so a run whose
+# re-sent task is lost too (its worker killed as it took it) is sent again, never wedged.
+SNAGLIST_HEAL_BACKOFF_CAP_SECONDS = number(
+    "SNAGLIST_HEAL_BACKOFF_CAP_SECONDS", float, 600.0, above=0
+)
 # Threads one worker process may add to grade chunks (0: each chunk on its task's thread).
 SNAGLIST_JUDGE_THREADS = number("SNAGLIST_JUDGE_THREADS", int, 64, minimum=0)
 # Times a chunk is sent again for pairs whose judge is unavailable (0: never).

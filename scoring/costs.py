@@ -3,8 +3,9 @@ each Judge row (issue 20). The one place the cost formula is written.
 
 Money is Decimal throughout, in the currency of the judge's prices (Judge.price_currency);
 a cost is None (shown "unknown") when a price it needs is empty. Calls whose usage the
-backend did not report (NULL tokens: the offline reference judge, calls lost at a kill) are
-counted as `unknown_usage`, never priced as 0.
+backend did not report (NULL tokens: the offline reference judge) are counted as
+`unknown_usage`, never priced as 0. Calls sent whose outcome is unknown (in flight, or in
+flight at a kill) are not paid calls: they are counted apart, as `outcome_unknown`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,14 @@ from django.template.defaultfilters import pluralize
 from scoring.models import Judge, JudgeCall
 
 MILLION = Decimal(1_000_000)
-# The calls a vendor bills: answered, and in flight at a kill (sent, so paid; no grade kept).
-BILLED_OUTCOMES = (JudgeCall.Outcome.OK, JudgeCall.Outcome.LOST)
+# The calls counted as paid: answered (their reply is recorded, with the usage the vendor
+# billed). A call in flight (written "started" before it went out) or in flight at a kill
+# ("lost") is "sent, outcome unknown": it may or may not have reached the vendor (a worker
+# killed before its request left, or after the reply came but before it was recorded), so
+# it is counted apart, never as paid (issue 26 item 3: the ledger counted 614 paid calls
+# where the server had received 566).
+BILLED_OUTCOMES = (JudgeCall.Outcome.OK,)
+UNKNOWN_OUTCOMES = (JudgeCall.Outcome.STARTED, JudgeCall.Outcome.LOST)
 # Anthropic bills a 5-minute prompt-cache write at 1.25x the model's input price (its
 # pricing page, "Prompt caching": 5m cache writes 1.25x base input, 1h writes 2x, cache
 # hits 0.1x); the judges mark prefixes "ephemeral" (5 minutes). A rule of the vendor's
@@ -94,19 +101,22 @@ def tokens_cost(
 
 
 def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, Any]]:
-    """Return {judge pk: {"calls", "known", "input", "cached", "writes", "output", "modes"}}
-    over the billed calls among `calls` (one query); "modes" splits the tokens by how the
+    """Return {judge pk: {"calls", "outcome_unknown", "known", "input", "cached", "writes",
+    "output", "modes"}} over the billed calls among `calls` (one query; outcome_unknown: the
+    calls sent whose outcome is unknown, UNKNOWN_OUTCOMES, counted apart and never priced); "modes" splits the tokens by how the
     calls were sent ({"live"|"batch": {"input", "cached", "writes", "output"}}) for pricing.
     known: calls with input and output tokens reported; a known call with no cached count
     (an OpenAI-compatible server without prompt_tokens_details) adds 0 cached, pricing all
     its input as uncached (the higher price: never an under-statement), and one with no
     cache-write count (OpenAI) 0 writes."""
-    known = Q(input_tokens__isnull=False, output_tokens__isnull=False)
+    paid = Q(outcome__in=BILLED_OUTCOMES)
+    known = paid & Q(input_tokens__isnull=False, output_tokens__isnull=False)
     rows = (
-        calls.filter(outcome__in=BILLED_OUTCOMES)
+        calls.filter(outcome__in=BILLED_OUTCOMES + UNKNOWN_OUTCOMES)
         .values("judge_id", "mode")
         .annotate(
-            n=Count("id"),
+            n=Count("id", filter=paid),
+            unknown=Count("id", filter=~paid),
             known=Count("id", filter=known),
             i=Sum("input_tokens", filter=known),
             c=Sum("cached_tokens", filter=known),
@@ -121,6 +131,7 @@ def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, Any]]:
             r["judge_id"],
             {
                 "calls": 0,
+                "outcome_unknown": 0,
                 "known": 0,
                 "input": 0,
                 "cached": 0,
@@ -131,6 +142,7 @@ def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, Any]]:
         )
         tokens = _mode_tokens(r)
         u["calls"] += r["n"]
+        u["outcome_unknown"] += r["unknown"]
         u["known"] += r["known"]
         for k, v in tokens.items():
             u[k] += v
@@ -180,11 +192,13 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
     (JudgeCall.mode: live, or batch at the batch prices), or every call at the `mode`
     ("live" | "batch") prices when `mode` is given (what the same calls would cost so).
 
-    Shape: {"judges": [{"judge", "currency", "calls", "unknown_usage", "input_tokens",
-    "cached_tokens", "cache_write_tokens", "output_tokens", "cost"}], "calls",
-    "unknown_usage", "input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens",
+    Shape: {"judges": [{"judge", "currency", "calls", "outcome_unknown", "unknown_usage",
+    "input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens", "cost"}], "calls",
+    "outcome_unknown", "unknown_usage", "input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens",
     "cost", "currency", "notes"} (cache_write_tokens: Anthropic's, priced by tokens_cost).
-    Token counts are over the calls whose usage is known (None when none of them reported
+    calls: paid calls (BILLED_OUTCOMES: answered); outcome_unknown: calls sent whose outcome
+    is unknown (UNKNOWN_OUTCOMES: in flight, or in flight at a kill), not in calls, tokens or
+    cost; a judge with only those has a row with cost None. Token counts are over the calls whose usage is known (None when none of them reported
     usage); cost (a string, 6 decimal places, in `currency`) is None when no call reported usage or a needed price
     is empty, and the total is None when any judge's cost is unknown or the judges'
     currencies differ (notes say why). With some calls' usage unknown the cost covers the
@@ -207,6 +221,7 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
                 "judge": judge.judge_id,
                 "currency": judge.price_currency,
                 "calls": u["calls"],
+                "outcome_unknown": u["outcome_unknown"],
                 "unknown_usage": u["calls"] - u["known"],
                 **_tokens(u["input"], u["cached"], u["writes"], u["output"], known=u["known"]),
                 "cost": money(cost),
@@ -227,6 +242,7 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
     return {
         "judges": rows,
         "calls": sum(r["calls"] for r in rows),
+        "outcome_unknown": sum(r["outcome_unknown"] for r in rows),
         "unknown_usage": unknown,
         **_tokens(
             *(sum(usage[pk][k] for pk in usage) for k in ("input", "cached", "writes", "output")),
@@ -249,17 +265,20 @@ def _tokens(
 
 
 def costs_of_runs(run_ids: list[int], *, mode: str | None = None) -> dict[int, dict[str, Any]]:
-    """Return {run id: {"calls", "cost", "currency"}} for the runs' billed calls, by the
-    same rule as calls_cost (each call at its send mode's prices unless `mode` is given;
+    """Return {run id: {"calls", "outcome_unknown", "cost", "currency"}} for the runs'
+    billed calls (and, counted apart, their calls sent with outcome unknown), by the same
+    rule as calls_cost (each call at its send mode's prices unless `mode` is given;
     cost None when usage or a needed price is unknown, or the run's judges are priced in
-    different currencies). Runs with no billed call are left out. Two queries whatever the
+    different currencies). Runs with no call paid or sent are left out. Two queries whatever the
     number of runs (the runs list shows a column of it)."""
-    known = Q(input_tokens__isnull=False, output_tokens__isnull=False)
+    paid = Q(outcome__in=BILLED_OUTCOMES)
+    known = paid & Q(input_tokens__isnull=False, output_tokens__isnull=False)
     rows = list(
-        JudgeCall.objects.filter(run_id__in=run_ids, outcome__in=BILLED_OUTCOMES)
+        JudgeCall.objects.filter(run_id__in=run_ids, outcome__in=BILLED_OUTCOMES + UNKNOWN_OUTCOMES)
         .values("run_id", "judge_id", "mode")
         .annotate(
-            n=Count("id"),
+            n=Count("id", filter=paid),
+            unknown=Count("id", filter=~paid),
             known=Count("id", filter=known),
             i=Sum("input_tokens", filter=known),
             c=Sum("cached_tokens", filter=known),
@@ -271,8 +290,11 @@ def costs_of_runs(run_ids: list[int], *, mode: str | None = None) -> dict[int, d
     judges = Judge.objects.in_bulk({r["judge_id"] for r in rows})
     per: dict[tuple[int, int], dict[str, Any]] = {}
     for r in rows:
-        u = per.setdefault((r["run_id"], r["judge_id"]), {"n": 0, "known": 0, "modes": {}})
+        u = per.setdefault(
+            (r["run_id"], r["judge_id"]), {"n": 0, "unknown": 0, "known": 0, "modes": {}}
+        )
         u["n"] += r["n"]
+        u["unknown"] += r["unknown"]
         u["known"] += r["known"]
         u["modes"][r["mode"]] = _mode_tokens(r)
     out: dict[int, dict[str, Any]] = {}
@@ -285,8 +307,9 @@ def costs_of_runs(run_ids: list[int], *, mode: str | None = None) -> dict[int, d
         currencies.setdefault(run_id, set())
         if cost is not None:  # as in calls_cost: only priced judges name the currency
             currencies[run_id].add(judge.price_currency)
-        entry = out.setdefault(run_id, {"calls": 0})
+        entry = out.setdefault(run_id, {"calls": 0, "outcome_unknown": 0})
         entry["calls"] += u["n"]
+        entry["outcome_unknown"] += u["unknown"]
     for run_id, costs in totals.items():
         same = len(currencies[run_id]) <= 1
         total = sum(costs, Decimal(0)) if None not in costs and same else None
@@ -308,18 +331,21 @@ def costs_markdown(costs: dict[str, Any]) -> list[str]:
         return "unknown" if value is None else f"{value} {currency}".strip()
 
     md += [
-        "| judge | calls paid | usage unknown | input tokens | cached | output tokens | cost |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| judge | calls paid | sent, outcome unknown | usage unknown | input tokens | cached "
+        "| output tokens | cost |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for j in spent["judges"]:
         md.append(
-            f"| {j['judge']} | {j['calls']} | {j['unknown_usage']} | {figure(j['input_tokens'])} "
+            f"| {j['judge']} | {j['calls']} | {j['outcome_unknown']} | {j['unknown_usage']} "
+            f"| {figure(j['input_tokens'])} "
             f"| {figure(j['cached_tokens'])} | {figure(j['output_tokens'])} "
             f"| {figure(j['cost'], j['currency'])} |"
         )
     md += [
         "",
-        f"Total: {figure(spent['cost'], spent['currency'])} for {spent['calls']} paid calls, "
+        f"Total: {figure(spent['cost'], spent['currency'])} for {spent['calls']} paid calls "
+        f"({spent['outcome_unknown']} more sent, outcome unknown: not counted as paid), "
         f"at the prices set on each judge (batch prices for calls sent in a vendor batch). "
         f"Paid twice: "
         + (

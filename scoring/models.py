@@ -200,7 +200,20 @@ class ScoringRun(models.Model):
         null=True,
         blank=True,
         help_text="Last time the periodic heal_runs task sent the stalled run to the workers "
-        "again; it is not sent again until a worker has reported on it since.",
+        "again; sent again once its deadline (resends_unanswered) passes with no report.",
+    )
+    # Issue 26 item 3: a re-send whose task was lost too (a worker killed as it took it, a
+    # broker restarted) is sent again after a deadline that doubles per unanswered re-send
+    # (scoring.services.tunables.resend_due_at), so healing cannot wedge.
+    resend_count = models.PositiveIntegerField(
+        default=0,
+        db_default=0,
+        help_text="Times heal_runs has sent the run to the workers again, in all.",
+    )
+    resends_unanswered = models.PositiveSmallIntegerField(
+        default=0,
+        db_default=0,
+        help_text="Re-sends since a worker last reported on the run: the backoff's exponent.",
     )
     # A budget (issue 20 item 4; scoring.budget): the run stops before a chunk whose
     # estimated calls would take its spend past a cap. NULL = no cap.
@@ -360,14 +373,17 @@ ADVERSE_VERDICTS = frozenset({AuditVerdict.Verdict.WRONG, AuditVerdict.Verdict.U
 
 
 class JudgeCall(models.Model):
-    """Ledger of every paid call to a judge backend (one row per attempt that was sent)."""
+    """Ledger of every call to a judge backend (one row per attempt), written "started"
+    before the call goes out. Only an answered call ("ok": its reply recorded) counts as
+    paid; "started" (in flight) and "lost" (in flight at a kill) are "sent, outcome unknown"
+    (scoring.costs.UNKNOWN_OUTCOMES): the vendor may or may not have received and billed it."""
 
     class Outcome(models.TextChoices):
         STARTED = "started", "In flight"
         OK = "ok", "Answered"
         RETRY = "retry", "Transient error, retried"
         FAILED = "failed", "Failed"
-        LOST = "lost", "In flight at a kill"
+        LOST = "lost", "Sent, outcome unknown (in flight at a kill)"
 
     # run and response have no index of their own: call_run_judge_idx and call_pair_idx
     # start with them (one index less to maintain per ledger row written). On PostgreSQL

@@ -33,7 +33,11 @@ class LedgerSerializer(serializers.Serializer):
 class JudgeCostSerializer(serializers.Serializer):
     judge = serializers.CharField()
     currency = serializers.CharField(help_text="The currency of the judge's prices.")
-    calls = serializers.IntegerField(help_text="Billed calls: answered, or lost at a kill.")
+    calls = serializers.IntegerField(help_text="Paid calls: answered (their reply recorded).")
+    outcome_unknown = serializers.IntegerField(
+        help_text="Calls sent whose outcome is unknown (in flight, or in flight at a kill): "
+        "not counted as paid."
+    )
     unknown_usage = serializers.IntegerField(help_text="Billed calls that reported no usage.")
     input_tokens = serializers.IntegerField(allow_null=True, help_text="null: unknown")
     cached_tokens = serializers.IntegerField(allow_null=True, help_text="null: unknown")
@@ -46,6 +50,7 @@ class JudgeCostSerializer(serializers.Serializer):
 class CostSerializer(serializers.Serializer):
     judges = JudgeCostSerializer(many=True)
     calls = serializers.IntegerField()
+    outcome_unknown = serializers.IntegerField()
     unknown_usage = serializers.IntegerField()
     input_tokens = serializers.IntegerField(allow_null=True, help_text="null: unknown")
     cached_tokens = serializers.IntegerField(allow_null=True, help_text="null: unknown")

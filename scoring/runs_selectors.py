@@ -14,7 +14,7 @@ from django.utils import timezone
 from questions.models import KeyEdition
 from scoring.costs import calls_cost
 from scoring.models import JudgeCall, ScoringRun
-from scoring.services.tunables import stall_seconds
+from scoring.services.tunables import resend_due_at, stall_seconds
 
 
 def latest_run(edition: KeyEdition, *, kind: str = ScoringRun.Kind.GRADE) -> ScoringRun | None:
@@ -55,8 +55,9 @@ def ledger_summary(run: ScoringRun) -> dict[str, int]:
     """Return the run's judge-call ledger: calls sent, answered, retried, failed, lost,
     started, and paid twice (by this run, and by its edition's runs).
 
-    `in_flight_at_kill` (outcome "lost") are calls in flight when a worker was killed: paid
-    for, no grade kept, called again. `paid_twice` counts this run's answered calls whose
+    `in_flight_at_kill` (outcome "lost") are calls in flight when a worker was killed: sent,
+    outcome unknown (not counted as paid: scoring.costs.UNKNOWN_OUTCOMES), no grade kept,
+    called again. `paid_twice` counts this run's answered calls whose
     pair had already been answered by an earlier call of any run (issue 19: counted across
     runs, so a second run on the same edition that bought a pair again shows it here);
     `edition_paid_twice` is the same count over every run of the run's edition
@@ -159,6 +160,27 @@ def run_stall(run: ScoringRun, *, now: datetime | None = None) -> dict[str, Any]
         .exists()
     )
     return {"since": since, "elsewhere": elsewhere}
+
+
+def run_resends(run: ScoringRun) -> dict[str, Any] | None:
+    """Return how often heal_runs sent the run to the workers again, or None when never.
+
+    Shape: {"count": re-sends in all (ScoringRun.resend_count), "last": the last one's time,
+    "due": when the next one is due if no worker reports meanwhile, or None when a worker
+    has reported since the last one (tunables.resend_due_at, the rule heal_runs follows; a
+    finished run has none)}.
+    """
+    if not run.resend_count and run.resent_at is None:
+        return None
+    due = None
+    if run.status in (ScoringRun.Status.PENDING, ScoringRun.Status.RUNNING):
+        due = resend_due_at(
+            resent_at=run.resent_at,
+            last_report=run.reported_at or run.created_at,
+            unanswered=run.resends_unanswered,
+            mode=run.mode,
+        )
+    return {"count": max(run.resend_count, 1), "last": run.resent_at, "due": due}
 
 
 def edition_paid_twice(edition: KeyEdition) -> int:

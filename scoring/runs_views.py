@@ -61,6 +61,7 @@ def _decorate(run: ScoringRun) -> ScoringRun:
     run.is_stopped = run.status == ScoringRun.Status.STOPPED
     run.percent = round(100 * run.progress, 1)
     run.stall = runs_selectors.run_stall(run) if run.is_active else None
+    run.resends = runs_selectors.run_resends(run)
     # no rate or time left while nothing moves: an ETA would be made up
     run.timing = timing(run) if run.stall is None else {"rate": None, "eta": None}
     return run

@@ -396,7 +396,12 @@ def test_each_call_is_priced_at_the_prices_of_the_way_it_was_sent(data):
     summary = calls_cost(JudgeCall.objects.filter(run=run))
     assert summary["cost"] == "3.150000"
     assert summary["judges"][0]["calls"] == 2
-    assert costs_of_runs([run.pk])[run.pk] == {"calls": 2, "cost": "3.150000", "currency": "USD"}
+    assert costs_of_runs([run.pk])[run.pk] == {
+        "calls": 2,
+        "outcome_unknown": 0,
+        "cost": "3.150000",
+        "currency": "USD",
+    }
     # every call at one mode's prices (what-if): 2 x 1.05 and 2 x 2.10
     assert calls_cost(JudgeCall.objects.filter(run=run), mode="batch")["cost"] == "2.100000"
     assert calls_cost(JudgeCall.objects.filter(run=run), mode="live")["cost"] == "4.200000"

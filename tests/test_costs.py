@@ -97,7 +97,7 @@ def test_a_negative_price_is_refused_by_the_form_and_the_database():
 @pytest.fixture
 def ledger():
     """One run: j1 (priced, USD) answered 2 calls with usage; j2 (no prices) answered 1 with
-    usage and 1 without (a lost call)."""
+    usage, lost 1 at a kill (sent, outcome unknown) and had 1 retried."""
     data = build_benchmark(n_questions=2, n_models=1, grade_original=False, with_auditors=False)
     j1, j2 = data.judges
     Judge.objects.filter(pk=j1.pk).update(**PRICED)
@@ -133,6 +133,7 @@ def test_cost_per_judge_and_in_total(ledger):
         "judge": "j1",
         "currency": "USD",
         "calls": 2,
+        "outcome_unknown": 0,
         "unknown_usage": 0,
         "input_tokens": 4000,
         "cached_tokens": 2000,
@@ -140,10 +141,13 @@ def test_cost_per_judge_and_in_total(ledger):
         "output_tokens": 100,
         "cost": "0.008500",
     }
-    assert (j2["calls"], j2["unknown_usage"], j2["input_tokens"], j2["cost"]) == (2, 1, 500, None)
+    # the lost call is sent, outcome unknown: not a paid call (issue 26 item 3)
+    assert (j2["calls"], j2["outcome_unknown"], j2["unknown_usage"]) == (1, 1, 0)
+    assert (j2["input_tokens"], j2["cost"]) == (500, None)
+    assert (summary["calls"], summary["outcome_unknown"]) == (3, 1)
     assert summary["cost"] is None  # j2's cost is unknown, so the total is too
     assert any("j2 has no live price" in n for n in summary["notes"])
-    assert any("1 paid call reported no usage" in n for n in summary["notes"])
+    assert not any("reported no usage" in n for n in summary["notes"])
     batch = calls_cost(JudgeCall.objects.filter(run=run, judge__judge_id="j1"), mode="batch")
     assert batch["cost"] == "0.004250"  # the batch prices are half the live ones
 
@@ -170,11 +174,42 @@ def test_the_run_page_and_api_report_cost_per_judge_and_unknowns(client, ledger)
     assert "Tokens and cost" in page
     assert "0.008500 USD" in page  # j1
     assert "unknown" in page  # j2's cost, and the lost call's usage
-    assert "1 with usage unknown" in page
+    assert '<th scope="col" class="num">Sent, outcome unknown</th>' in page
+    # j2: 1 call paid, 1 sent with outcome unknown; the run: 3 paid, 1 unknown
+    assert '<td class="num">1</td>\n        <td class="num">1</td>' in page
+    assert '<th scope="row">This run</th><td class="num">3</td><td class="num">1</td>' in page
     body = client.get(reverse("scoring:api-run-detail", args=[run.pk])).json()
     assert body["costs"]["run"]["judges"][0]["cost"] == "0.008500"
     assert body["costs"]["run"]["judges"][1]["cost"] is None
-    assert body["costs"]["edition"]["calls"] == 4
+    assert (body["costs"]["edition"]["calls"], body["costs"]["edition"]["outcome_unknown"]) == (
+        3,
+        1,
+    )
+    listing = client.get(reverse("scoring:runs")).content.decode()
+    assert "+ 1 sent, outcome unknown" in listing
+
+
+def test_calls_in_flight_and_lost_at_a_kill_are_never_counted_as_paid(ledger):
+    """A call is written "started" before it goes out and counts as paid only once its reply is
+    recorded ("ok"): one in flight, or in flight at a kill, is sent, outcome unknown (the
+    chaos bench's loopback judge received 566 calls where the ledger counted 614 paid)."""
+    from scoring.costs import costs_of_runs
+
+    data, run = ledger
+    j1 = data.judges[0]
+    JudgeCall.objects.create(
+        run=run,
+        judge=j1,
+        response=data.responses[0],
+        key_entry=data.original.entries.order_by("id").first(),
+        prompt_version=j1.prompt_version,
+        outcome="started",
+    )
+    summary = calls_cost(JudgeCall.objects.filter(run=run))
+    assert (summary["calls"], summary["outcome_unknown"]) == (3, 2)
+    assert summary["judges"][0]["cost"] == "0.008500"  # j1's in-flight call costs nothing yet
+    assert costs_of_runs([run.pk])[run.pk]["calls"] == 3
+    assert costs_of_runs([run.pk])[run.pk]["outcome_unknown"] == 2
 
 
 def test_paid_twice_is_reported_in_money(client, ledger):
@@ -252,12 +287,13 @@ def test_the_report_carries_the_editions_cost(ledger):
     doc = build_report(data.original)
     spent = doc["judge_costs"]["spent"]
     assert [j["cost"] for j in spent["judges"]] == ["0.008500", None]
-    assert spent["cost"] is None and spent["calls"] == 4
+    assert spent["cost"] is None and (spent["calls"], spent["outcome_unknown"]) == (3, 1)
     assert doc["judge_costs"]["paid_twice"]["calls"] == 0
     md = report_markdown(doc)
     assert "## Judge calls and cost" in md
-    assert "| j1 | 2 | 0 | 4000 | 2000 | 100 | 0.008500 USD |" in md
-    assert "| j2 | 2 | 1 | 500 | 0 | 20 | unknown |" in md
+    assert "| j1 | 2 | 0 | 0 | 4000 | 2000 | 100 | 0.008500 USD |" in md
+    assert "| j2 | 1 | 1 | 0 | 500 | 0 | 20 | unknown |" in md
+    assert "for 3 paid calls (1 more sent, outcome unknown: not counted as paid)" in md
 
 
 def test_judges_in_two_currencies_get_no_total(ledger):

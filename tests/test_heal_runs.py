@@ -160,3 +160,88 @@ def test_a_dead_processes_limiter_slots_are_freed_and_live_ones_kept(run, sent):
         assert client.zcard(limiter.lease_key) == 0
     finally:
         client.delete(*limiter.keys())
+
+
+def _at(run, seconds):
+    """The time `seconds` after the run's creation (the test's clock)."""
+    return run.created_at + timedelta(seconds=seconds)
+
+
+def test_a_resend_lost_too_is_sent_again_after_a_doubling_deadline(
+    run, sent, settings, django_capture_on_commit_callbacks
+):
+    """Issue 26 item 3: the run's start message is lost (no worker ever reports), heal_runs
+    sends it again, and that re-send is lost too (its worker killed as it took it). Before,
+    resent_at > coalesce(reported_at, created_at) kept it from ever being sent again. Now the
+    re-send's deadline is the stall time (3 heartbeats of 10 s = 30 s), doubled per unanswered
+    re-send (60 s, then the 100 s cap set here)."""
+    settings.SNAGLIST_WORKER_HEARTBEAT_SECONDS = 10
+    settings.SNAGLIST_HEAL_BACKOFF_CAP_SECONDS = 100
+    ScoringRun.objects.filter(pk=run.pk).update(reported_at=None)
+    run.refresh_from_db()
+
+    def heal(seconds):
+        with django_capture_on_commit_callbacks(execute=True):
+            return services.heal_runs(now=_at(run, seconds))["resent"]
+
+    assert heal(29) == []  # not stalled yet
+    assert heal(31) == [run.pk]  # the start message was lost: sent again
+    # the re-send is lost too: nothing before its 30 s deadline, then sent again
+    assert heal(60) == []
+    assert heal(61) == [run.pk]
+    # the next deadline is twice as far: 60 s after the second re-send
+    assert heal(120) == []
+    assert heal(121) == [run.pk]
+    # then the cap (100 s, not 120 s)
+    assert heal(220) == []
+    assert heal(221) == [run.pk]
+    assert sent == [run.pk] * 4
+    run.refresh_from_db()
+    assert (run.resend_count, run.resends_unanswered, run.resent_at) == (4, 4, _at(run, 221))
+    assert "(re-send 4 with no report since)" in run.error
+
+    # a worker reports after the last re-send: the backoff starts again from the stall time
+    ScoringRun.objects.filter(pk=run.pk).update(reported_at=_at(run, 230))
+    run.refresh_from_db()
+    assert heal(259) == []
+    assert heal(261) == [run.pk]
+    run.refresh_from_db()
+    assert (run.resend_count, run.resends_unanswered) == (5, 1)
+    assert heal(290) == []
+    assert heal(292) == [run.pk]
+    assert sent == [run.pk] * 6
+
+
+def test_the_resend_count_and_its_deadline_are_shown(run, sent, client, settings):
+    from django.contrib.auth.models import Group, User
+    from django.urls import reverse
+
+    settings.SNAGLIST_WORKER_HEARTBEAT_SECONDS = 10
+    settings.TIME_ZONE = "UTC"
+    user = User.objects.create_user("admin1", password="x-very-long-pass-1")
+    user.groups.add(Group.objects.get(name="admin"))
+    client.force_login(user)
+    detail = reverse("scoring:run-detail", kwargs={"pk": run.pk})
+    page = client.get(detail).content.decode()
+    assert "Sent to the workers again" not in page
+
+    resent = timezone.now() - timedelta(seconds=5)
+    ScoringRun.objects.filter(pk=run.pk).update(
+        reported_at=resent - timedelta(minutes=2),
+        resent_at=resent,
+        resend_count=3,
+        resends_unanswered=2,
+    )
+    due = resent + timedelta(seconds=60)  # 30 s stall, doubled once
+    page = client.get(detail).content.decode()
+    assert f"Sent to the workers again by Celery beat 3 times, last at {resent:%H:%M:%S}." in page
+    assert f"it is sent again at {due:%H:%M:%S} if none does by then." in page
+    listing = client.get(reverse("scoring:runs")).content.decode()
+    assert "sent again 3 times" in listing
+
+    # a worker reported since: no deadline; a finished run keeps its count
+    ScoringRun.objects.filter(pk=run.pk).update(reported_at=timezone.now())
+    page = client.get(detail).content.decode()
+    assert "3 times" in page and "if none does by then" not in page
+    ScoringRun.objects.filter(pk=run.pk).update(status=ScoringRun.Status.COMPLETE)
+    assert "sent again 3 times" in client.get(reverse("scoring:runs")).content.decode()

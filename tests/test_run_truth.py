@@ -110,7 +110,7 @@ def test_calls_lost_and_repeated_are_counted_on_the_page(run, admin_client):
     ledger = runs_selectors.ledger_summary(run)
     assert (ledger["in_flight_at_kill"], ledger["repeated"], ledger["paid_twice"]) == (2, 2, 0)
     page = admin_client.get(reverse("scoring:run-detail", kwargs={"pk": run.pk})).content.decode()
-    assert "<dt>Calls lost (in flight at a kill)</dt><dd>2</dd>" in page
+    assert "<dt>Sent, outcome unknown (in flight at a kill)</dt><dd>2</dd>" in page
     assert "<dt>Calls repeated after a loss</dt><dd>2</dd>" in page
 
 

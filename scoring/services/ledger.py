@@ -9,7 +9,7 @@
 - The JudgeCall ledger row is written (outcome "started") BEFORE the backend is called
   (`started_rows`, `start_call`) and settled afterwards, in the same transaction as the
   grade and the run counters. A "started" row found when a pair is claimed again was in
-  flight when its worker was killed: it is marked "lost" (paid, no grade) and the pair is
+  flight when its worker was killed: it is marked "lost" (sent, outcome unknown: never counted as paid; no grade) and the pair is
   called once more (`mark_lost_many`), whichever run claims it next (a claim that takes
   over a dead worker's expired pair lease marks that pair's unfinished calls lost).
 - `finished_pair` turns a judge's answer or failure into what to settle; the batch
@@ -167,12 +167,12 @@ def run_item_for(
     return item
 
 
-# The ledger's note on a call that was in flight when its worker died (paid, no result).
+# The ledger's note on a call that was in flight when its worker died (sent, outcome unknown).
 LOST_DETAIL = "in flight when its worker stopped; called again"
 
 
 def _mark_lost_calls(*, judge: Judge, response_id: int | None, key_entry_id: int) -> int:
-    """Mark earlier calls for this pair that never produced a grade as lost (paid, no result)."""
+    """Mark earlier calls for this pair that never produced a grade as lost (sent, outcome unknown)."""
     return JudgeCall.objects.filter(
         judge=judge,
         response_id=response_id,
@@ -489,7 +489,7 @@ def free_dead_leases(now: Any) -> dict[str, int]:
     "calls_lost": ledger rows marked lost, "items": run items unleased}.
 
     A pair lease past its `lease_until` is deleted together with (one transaction) the
-    "started" ledger rows of its run for its pair, which become "lost" (paid, no grade:
+    "started" ledger rows of its run for its pair, which become "lost" (sent, outcome unknown, no grade:
     LOST_DETAIL); pending run items past their lease are unleased, so the run page no longer
     counts them as being graded. Called by the periodic heal_runs (scoring.services.runs).
     A worker alive but past its lease still settles its call (outcome set by id).

@@ -39,7 +39,7 @@ from scoring.services.pairs import (
     rescore_needed_pairs,
     total_pairs,
 )
-from scoring.services.tunables import stall_seconds
+from scoring.services.tunables import resend_due_at, stall_seconds
 from scoring.services.work import ACTIVE_STATUSES, append_note
 
 logger = logging.getLogger(__name__)
@@ -431,10 +431,16 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
       (dead: a live worker renews its leases while its calls are out) are freed
       (scoring.judges.limits.free_dead_slots), instead of waiting out their 300 s expiry;
     - every active run stalled (no worker report for tunables.stall_seconds(run mode), the run
-      page's "stalled"; scoring.runs_selectors.run_stall) and not already sent again since
-      the last report is sent again (`scoring.run_start`, after commit: its pending pairs go
-      out in fresh chunks; duplicates of chunks still queued claim nothing twice). Its
-      `resent_at` is stamped, so a run no worker picks up is sent once, not every period.
+      page's "stalled"; scoring.runs_selectors.run_stall) is sent again (`scoring.run_start`,
+      after commit: its pending pairs go out in fresh chunks; duplicates of chunks still
+      queued claim nothing twice), unless it was sent again since the last report and that
+      re-send's deadline has not passed (tunables.resend_due_at: the stall time, doubled per
+      unanswered re-send up to SNAGLIST_HEAL_BACKOFF_CAP_SECONDS). A re-send whose task was
+      lost too (its worker killed as it took it, the broker restarted) is thus sent again,
+      later each time, never given up (issue 26 item 3). Each send stamps `resent_at`, adds
+      one to `resend_count` (shown on the runs pages) and counts `resends_unanswered` (from 1
+      again after a report); the stamp is conditional on the `resent_at` read, so two
+      heal_runs at once send a run once.
     Only pending and running runs are sent again: a run stopped at its budget (or cancelled,
     or finished) never restarts by itself; its budget reservations are zeroed when it is.
     Returns {"leases": n, "calls_lost": n, "items": n, "slots": n, "resent": [run ids]}. Each send is
@@ -456,22 +462,35 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
                 last_report__lt=now - timedelta(seconds=stall_seconds("batch")),
             )
         )
-        .filter(Q(resent_at__isnull=True) | Q(resent_at__lt=F("last_report")))
     )
     done["resent"] = []
     for run in stalled.order_by("pk"):
+        due = resend_due_at(
+            resent_at=run.resent_at,
+            last_report=run.last_report,
+            unanswered=run.resends_unanswered,
+            mode=run.mode,
+        )
+        if due is not None and now < due:
+            continue
+        unanswered = 1 if due is None else max(1, run.resends_unanswered) + 1
         with transaction.atomic():
-            # no chunk of a stalled run is alive: what its killed chunks reserved is free
-            clear_reservations([run.pk])
-            ScoringRun.objects.filter(pk=run.pk).update(
+            stamped = ScoringRun.objects.filter(pk=run.pk, resent_at=run.resent_at).update(
                 resent_at=now,
+                resend_count=F("resend_count") + 1,
+                resends_unanswered=unanswered,
                 error=append_note(
                     run.error,
-                    f"sent to the workers again at {timezone.localtime(now):%H:%M:%S}: "
-                    f"no worker had reported on it since "
+                    f"sent to the workers again at {timezone.localtime(now):%H:%M:%S}"
+                    + (f" (re-send {unanswered} with no report since)" if unanswered > 1 else "")
+                    + f": no worker had reported on it since "
                     f"{timezone.localtime(run.last_report):%H:%M:%S}",
                 ),
             )
+            if not stamped:  # another heal_runs sent it meanwhile
+                continue
+            # no chunk of a stalled run is alive: what its killed chunks reserved is free
+            clear_reservations([run.pk])
             scoring_run_enqueue(run=run)
         done["resent"].append(run.pk)
     if done["resent"] or done["leases"] or done["slots"]:

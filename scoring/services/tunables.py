@@ -10,6 +10,9 @@ of scoring.services: it imports nothing of the package.
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 from django.conf import settings
 
 from scoring.models import Judge
@@ -110,6 +113,31 @@ def stall_seconds(mode: str = "live") -> float:
     if mode == "batch":
         seconds = max(seconds, 2 * batch_poll_seconds() + heartbeat_seconds())
     return seconds
+
+
+def heal_backoff_cap_seconds() -> float:
+    """Return the longest wait, in seconds, between two unanswered re-sends of a stalled run
+    (SNAGLIST_HEAL_BACKOFF_CAP_SECONDS)."""
+    return float(settings.SNAGLIST_HEAL_BACKOFF_CAP_SECONDS)
+
+
+def resend_due_at(*, resent_at: Any, last_report: Any, unanswered: int, mode: str = "live") -> Any:
+    """Return when a stalled run whose last re-send brought no report is sent again, or None
+    when heal_runs may send it as soon as it is stalled (never sent again, or a worker has
+    reported on it since: `last_report`, its reported_at or else created_at, is later than
+    `resent_at`).
+
+    The deadline (issue 26 item 3) is resent_at + stall_seconds(mode) x 2^(unanswered - 1),
+    capped at heal_backoff_cap_seconds(): 30 s, 60 s, 120 s, ... with the default heartbeat.
+    unanswered: re-sends since the last report (ScoringRun.resends_unanswered; taken as 1
+    when a re-send is on record but the count is not, as for runs re-sent before it was
+    kept). Datetimes in, datetime or None out.
+    """
+    if resent_at is None or resent_at < last_report:
+        return None
+    exponent = min(max(1, unanswered) - 1, 32)  # 2^32 x any stall is past any cap
+    wait = min(stall_seconds(mode) * 2**exponent, heal_backoff_cap_seconds())
+    return resent_at + timedelta(seconds=wait)
 
 
 # A pair is sent in a vendor batch at most this often; then it is settled as failed.
