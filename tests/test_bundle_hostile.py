@@ -1,0 +1,172 @@
+"""Hostile bundles (issue 26 part 4): each is refused as `FILE:LINE: FIELD: message`, never a
+traceback, and writes nothing.
+
+The zips are built here with zipfile and then patched byte by byte (a lying size, the
+encryption flag, an unsupported compression method, a wrong CRC-32), as an attacker would
+write them; the header offsets are those of the zip specification (APPNOTE.TXT 4.3.7 and
+4.3.12).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.bundle_factory import db_counts, write_bundle
+
+
+def run_import(path: Path | str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("import_bundle", str(path), stdout=out, stderr=err)
+    except CommandError as exc:
+        return exc.returncode, out.getvalue(), err.getvalue()
+    return 0, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def good_folder(tmp_path):
+    folder = tmp_path / "good"
+    write_bundle(folder, n_questions=5, n_models=2, seed=3, name="good")
+    return folder
+
+
+def zip_of(folder: Path, path: Path, extra: list[tuple[str, bytes]] = ()) -> Path:
+    """Zip every file of `folder` (deflated), then the `extra` entries, in that order."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for f in sorted(folder.iterdir()):
+            archive.writestr(f.name, f.read_bytes())
+        for name, data in extra:
+            archive.writestr(name, data)
+    return path
+
+
+# Field offsets in the local file header and in the central directory record.
+LOCAL = {"flags": (6, "<H"), "method": (8, "<H"), "crc": (14, "<I"), "size": (22, "<I")}
+CENTRAL = {"flags": (8, "<H"), "method": (10, "<H"), "crc": (16, "<I"), "size": (24, "<I")}
+
+
+def patch(path: Path, member: str, **fields: int) -> None:
+    """Overwrite header fields of `member` in both its local header and the directory."""
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        local = archive.getinfo(member).header_offset
+        central = archive.start_dir
+    assert raw[local : local + 4] == b"PK\x03\x04"
+    assert raw[central : central + 4] == b"PK\x01\x02"
+    while True:
+        name_length = struct.unpack_from("<H", raw, central + 28)[0]
+        if raw[central + 46 : central + 46 + name_length] == member.encode():
+            break
+        central = raw.index(b"PK\x01\x02", central + 4)
+    for name, value in fields.items():
+        for base, table in ((local, LOCAL), (central, CENTRAL)):
+            offset, fmt = table[name]
+            struct.pack_into(fmt, raw, base + offset, value)
+    path.write_bytes(bytes(raw))
+
+
+def refused(path: Path) -> str:
+    before = db_counts()
+    code, _, err = run_import(path)
+    assert code == 1, err
+    assert "Traceback" not in err
+    assert db_counts() == before
+    return err
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_a_patched_zip_is_still_read_when_nothing_is_wrong(tmp_path, good_folder):
+    """The patch helper itself: writing back the true values leaves a good zip."""
+    path = zip_of(good_folder, tmp_path / "same.zip")
+    data = (good_folder / "questions.jsonl").read_bytes()
+    patch(path, "questions.jsonl", crc=zlib.crc32(data), size=len(data))
+    assert run_import(path)[0] == 0
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+@pytest.mark.parametrize("change", [-7, +7])
+def test_a_zip_member_with_a_lying_size_is_refused_naming_it(tmp_path, good_folder, change):
+    path = zip_of(good_folder, tmp_path / "lying.zip")
+    size = len((good_folder / "questions.jsonl").read_bytes())
+    patch(path, "questions.jsonl", size=size + change)
+    err = refused(path)
+    if change < 0:
+        # zipfile stops at the declared size, so the data fails its CRC-32.
+        assert "questions.jsonl:0: zip: damaged member: Bad CRC-32" in err
+    else:
+        assert f"questions.jsonl:0: zip: declares {size + 7} bytes but inflates to {size}" in err
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_a_zip_member_with_a_bad_crc_is_refused_naming_it(tmp_path, good_folder):
+    path = zip_of(good_folder, tmp_path / "crc.zip")
+    data = (good_folder / "responses.jsonl").read_bytes()
+    patch(path, "responses.jsonl", crc=zlib.crc32(data) ^ 1)
+    err = refused(path)
+    assert "responses.jsonl:0: zip: damaged member: Bad CRC-32 for file 'responses.jsonl'" in err
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_an_encrypted_zip_member_is_refused_before_reading(tmp_path, good_folder):
+    path = zip_of(good_folder, tmp_path / "secret.zip")
+    patch(path, "models.csv", flags=0x1)
+    err = refused(path)
+    assert "secret.zip:0: zip: entry 'models.csv' is encrypted; refused" in err
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_a_zip_member_compressed_with_zstd_is_refused_before_reading(tmp_path, good_folder):
+    path = zip_of(good_folder, tmp_path / "zstd.zip")
+    patch(path, "grades.jsonl", method=93)
+    err = refused(path)
+    assert (
+        "zstd.zip:0: zip: entry 'grades.jsonl' uses compression method 93, which is not "
+        "supported (stored, deflate, bzip2, LZMA are); refused" in err
+    )
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+@pytest.mark.parametrize("twin", ["questions.jsonl", "./questions.jsonl", "Questions.JSONL"])
+def test_a_zip_with_two_members_of_one_name_is_refused(tmp_path, good_folder, twin):
+    """zipfile reads the last of two equal names, `unzip` lists and extracts the first."""
+    other = b'{"question_id": "Q9", "text": "t", "answer": "a", "citation": null}\n'
+    warns = pytest.warns(UserWarning, match="Duplicate name")
+    with warns if twin == "questions.jsonl" else contextlib.nullcontext():
+        path = zip_of(good_folder, tmp_path / "twins.zip", [(twin, other)])
+    with zipfile.ZipFile(path) as archive:
+        assert sum(i.filename == twin for i in archive.infolist()) == 1 + (
+            twin == "questions.jsonl"
+        )
+    err = refused(path)
+    assert (
+        f"twins.zip:0: zip: entry {twin!r} has the same name as 'questions.jsonl'; two entries "
+        "of one name are refused" in err
+    )
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_a_zip_whose_files_sit_under_dot_slash_imports(tmp_path, good_folder):
+    """`./manifest.json` is what `zip -r x.zip ./` writes on some systems: it is the file
+    `unzip` extracts as manifest.json, so the import reads it as that too."""
+    path = tmp_path / "dot.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for f in sorted(good_folder.iterdir()):
+            archive.writestr(f"./{f.name}", f.read_bytes())
+    code, out, err = run_import(path)
+    assert code == 0, err
+    assert db_counts()["Question"] == 5
