@@ -170,3 +170,66 @@ def test_a_zip_whose_files_sit_under_dot_slash_imports(tmp_path, good_folder):
     code, out, err = run_import(path)
     assert code == 0, err
     assert db_counts()["Question"] == 5
+
+
+def _rewrite_line(folder: Path, name: str, index: int, old: str, new: str) -> None:
+    path = folder / name
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert old in lines[index]
+    lines[index] = lines[index].replace(old, new, 1)
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "name, index, old, new, expected",
+    [
+        (
+            "questions.jsonl",
+            1,
+            '"text": "',
+            '"text": "x\\ud800',
+            "questions.jsonl:2: text: contains a lone surrogate U+D800",
+        ),
+        (
+            "responses.jsonl",
+            3,
+            '"text": "',
+            '"text": "\\uDFFF',
+            "responses.jsonl:4: text: contains a lone surrogate U+DFFF",
+        ),
+        (
+            # The low half first: a pair only in the wrong order.
+            "grades.jsonl",
+            0,
+            '"rationale": "',
+            '"rationale": "\\udc00\\ud83d',
+            "grades.jsonl:1: rationale: contains a lone surrogate U+DC00",
+        ),
+        (
+            "manifest.json",
+            0,
+            "{",
+            '{"extra": {"n\\ud800": 1},',
+            "manifest.json:1: extra.n\\ud800: contains a lone surrogate U+D800",
+        ),
+    ],
+)
+def test_a_lone_surrogate_in_any_text_is_refused_naming_file_line_and_field(
+    good_folder, name, index, old, new, expected
+):
+    _rewrite_line(good_folder, name, index, old, new)
+    err = refused(good_folder)
+    assert expected in err
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_a_surrogate_pair_escape_is_one_character_and_imports(good_folder):
+    _rewrite_line(good_folder, "questions.jsonl", 1, '"text": "', '"text": "\\ud83d\\ude00 ')
+    code, _, err = run_import(good_folder)
+    assert code == 0, err
+    from questions.models import Question
+
+    assert Question.objects.filter(text__startswith="\U0001f600 ").count() == 1

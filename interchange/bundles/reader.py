@@ -31,6 +31,8 @@ from interchange.bundles.rows import (
     iter_jsonl,
     loads_strict,
     nul_path,
+    surrogate_message,
+    surrogate_path,
     type_name,
 )
 from interchange.bundles.source import BundleSource, decode_lines
@@ -92,6 +94,10 @@ def _manifest(source: BundleSource, p: Problems, b: BundleData) -> None:
     if where is not None:
         # The manifest is stored whole (PostgreSQL jsonb cannot hold U+0000 either).
         p.add(name, 1, where, "contains a NUL character (U+0000)")
+        return
+    lone = surrogate_path("\n".join(t for _, t in lines), manifest)
+    if lone is not None:
+        p.add(name, 1, lone[0], surrogate_message(lone[1]))
         return
     row = Row(p, name, 1, manifest)
     bench = row.text("name", empty=False, max_length=100)

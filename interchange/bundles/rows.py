@@ -1,7 +1,8 @@
 """Reading a bundle file's rows: typed getters that report problems with file and line.
 
 The column limits and value sets of bundle-format.md, strict JSON Lines (`iter_jsonl`) and
-CSV (`iter_csv`) readers that yield a `Row` per record, and `nul_path`. No database access.
+CSV (`iter_csv`) readers that yield a `Row` per record, `nul_path` and `surrogate_path`.
+No database access.
 """
 
 from __future__ import annotations
@@ -209,6 +210,10 @@ def iter_jsonl(
                 name, number, "json", f"each line must be a JSON object, not {type_name(value)}"
             )
             continue
+        lone = surrogate_path(text, value)
+        if lone is not None:
+            problems.add(name, number, lone[0], surrogate_message(lone[1]))
+            continue
         yield Row(problems, name, number, value)
 
 
@@ -266,21 +271,61 @@ def iter_csv(
         problems.add(name, 1, "header", "empty file: a header row is required")
 
 
-def nul_path(value: Any, path: str = "") -> str | None:
-    """Return the path (`editions[0].note`) of the first string or key holding U+0000."""
+def _char_path(value: Any, bad: re.Pattern[str], path: str) -> tuple[str, str] | None:
+    """Return (path, first match) of the first string or key of `value` that `bad` finds."""
     if isinstance(value, str):
-        return (path or "value") if "\x00" in value else None
+        found = bad.search(value)
+        return ((path or "value"), found.group()) if found else None
     if isinstance(value, dict):
         for key, item in value.items():
             here = f"{path}.{key}" if path else str(key)
-            if "\x00" in str(key):
-                return here
-            found = nul_path(item, here)
-            if found is not None:
-                return found
+            found = bad.search(str(key))
+            if found:
+                return here, found.group()
+            inner = _char_path(item, bad, here)
+            if inner is not None:
+                return inner
     if isinstance(value, list):
         for i, item in enumerate(value):
-            found = nul_path(item, f"{path}[{i}]")
-            if found is not None:
-                return found
+            inner = _char_path(item, bad, f"{path}[{i}]")
+            if inner is not None:
+                return inner
     return None
+
+
+_NUL = re.compile("\x00")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# The only way a surrogate reaches a decoded line: UTF-8 decoding refuses encoded ones.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def nul_path(value: Any, path: str = "") -> str | None:
+    """Return the path (`editions[0].note`) of the first string or key holding U+0000."""
+    found = _char_path(value, _NUL, path)
+    return found[0] if found else None
+
+
+def surrogate_path(text: str, value: Any) -> tuple[str, str] | None:
+    """Return (path, `U+D800`) of the first string or key of `value` (parsed from the JSON
+    `text`) holding a lone surrogate, or None.
+
+    JSON's `\\ud800` escape without its pair decodes to a code point that is not a
+    character (Unicode 15, section 3.9: surrogates are not scalar values): UTF-8 cannot
+    encode it, so the database write failed with a traceback. A pair (`\\ud83d\\ude00`)
+    decodes to one character and is fine. Only lines with such an escape are walked.
+    """
+    if not _SURROGATE_ESCAPE.search(text):
+        return None
+    found = _char_path(value, _SURROGATE, "")
+    if found is None:
+        return None
+    # A key may hold it too: the path is shown escaped, or printing it would fail.
+    return found[0].encode("utf-8", "backslashreplace").decode(), f"U+{ord(found[1]):04X}"
+
+
+def surrogate_message(code: str) -> str:
+    """The problem text for a lone surrogate (`code` as `U+D800`)."""
+    return (
+        f"contains a lone surrogate {code} (a JSON \\u escape without its pair): not a "
+        "Unicode character, it cannot be stored; write the character itself"
+    )
