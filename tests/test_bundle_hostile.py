@@ -233,3 +233,167 @@ def test_a_surrogate_pair_escape_is_one_character_and_imports(good_folder):
     from questions.models import Question
 
     assert Question.objects.filter(text__startswith="\U0001f600 ").count() == 1
+
+
+def _append(folder: Path, name: str, line: str) -> int:
+    """Append one line to a bundle file; return its line number."""
+    path = folder / name
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text + line + "\n", encoding="utf-8")
+    return len(text.splitlines()) + 1
+
+
+def _question(qid: str) -> str:
+    return (
+        f'{{"question_id": "{qid}", "category_id": "C01", "text": "Twin?", "answer": "Yes.",'
+        ' "citation": null}'
+    )
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "name, line, field, value, first",
+    [
+        ("questions.jsonl", None, "question_id", "q0001", "Q0001"),
+        ("models.csv", "Model-01,Model 01 again,openai", "model_id", "Model-01", "model-01"),
+        ("judges.csv", "J-OPENAI,Twin,openai,judge,,gpt-4o,v1", "judge_id", "J-OPENAI", "j-openai"),
+        ("categories.csv", "c01,Twin", "category_id", "c01", "C01"),
+    ],
+)
+def test_ids_equal_but_for_case_are_refused(good_folder, name, line, field, value, first):
+    number = _append(good_folder, name, line or _question(value))
+    err = refused(good_folder)
+    at = 1 if name.endswith(".jsonl") else 2  # the first row, under a CSV's header
+    assert (
+        f"{name}:{number}: {field}: {value!r} differs from {first!r} (line {at}) only in case"
+        in err
+    )
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("models.csv", "model-\u0430"),  # Cyrillic а: looks like model-a
+        ("models.csv", "m\u043ede\u04cf-01"),  # Cyrillic о and palochka
+        ("questions.jsonl", "Q/../001?x=1#y"),
+        ("questions.jsonl", "Q 1"),
+        ("questions.jsonl", "-Q1"),
+        ("questions.jsonl", "Q%2F1"),
+        ("categories.csv", "C:01"),
+    ],
+)
+def test_an_id_outside_the_url_safe_ascii_set_is_refused(good_folder, name, value):
+    """A confusable from another script and a URL's separators are both outside the set."""
+    if name == "models.csv":
+        line = f"{value},Look-alike,openai"
+    elif name == "categories.csv":
+        line = f"{value},Odd"
+    else:
+        line = _question(value)
+    number = _append(good_folder, name, line)
+    err = refused(good_folder)
+    field = {"models.csv": "model_id", "categories.csv": "category_id"}.get(name, "question_id")
+    assert f"{name}:{number}: {field}: {value!r} is not a valid id: use letters A-Z" in err
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_a_later_bundle_with_a_model_equal_to_a_stored_one_but_for_case_is_refused(good_folder):
+    """Rows of a later bundle are added to the stored ones, so the rule holds across both."""
+    assert run_import(good_folder)[0] == 0
+    for name in ("responses.jsonl", "grades.jsonl", "audits.jsonl"):
+        (good_folder / name).unlink(missing_ok=True)
+    (good_folder / "models.csv").write_text("model_id,name,vendor\nMODEL-01,Loud,openai\n")
+    err = refused(good_folder)
+    assert (
+        "models.csv:2: model_id: 'MODEL-01' differs from the stored 'model-01' only in case" in err
+    )
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_the_ids_of_every_shared_bundle_are_valid(tmp_path):
+    """The shared bundles and development corpora (model ids such as `x@provider`) pass
+    the id rule: read only (no import), as their import is tested elsewhere."""
+    from interchange.bundles.reader import read_bundle
+    from interchange.bundles.source import open_source
+    from tests.conftest import SHARED
+
+    folders = [*(SHARED / "data" / "bundles").iterdir()]
+    folders += [p / "bundle" for p in (SHARED / "data" / "detect").iterdir() if p.name != "build"]
+    folders = [f for f in folders if (f / "manifest.json").exists()]
+    assert len(folders) == 4
+    ids = set()
+    for folder in folders:
+        data = read_bundle(open_source(folder))
+        ids |= set(data.models)
+    assert "Llama-3.1-405B-Inst@sambanova" in ids
+
+
+def _set_manifest(folder: Path, **fields) -> None:
+    import json
+
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest.update(fields)
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_manifest_counts_that_disagree_with_the_files_are_refused_with_both_numbers(
+    good_folder,
+):
+    responses = len((good_folder / "responses.jsonl").read_text().splitlines())
+    assert responses == 10  # 5 questions x 2 models, by hand
+    _set_manifest(
+        good_folder,
+        counts={"questions.jsonl": 6, "responses.jsonl": responses, "corrections.jsonl": 3},
+    )
+    err = refused(good_folder)
+    assert (
+        "manifest.json:1: counts.questions.jsonl: the manifest says 6 rows but "
+        "questions.jsonl has 5; refused" in err
+    )
+    assert (
+        "manifest.json:1: counts.corrections.jsonl: the manifest says 3 rows but there is no "
+        "corrections.jsonl" in err
+    )
+    assert "counts.responses.jsonl" not in err
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+@pytest.mark.parametrize("counts", [[5], {"questions.jsonl": "5"}, {"questions.jsonl": -1}])
+def test_manifest_counts_of_the_wrong_shape_are_refused(good_folder, counts):
+    _set_manifest(good_folder, counts=counts)
+    assert "manifest.json:1: counts: must be an object of file name to rows" in refused(good_folder)
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_an_export_writes_true_counts_and_a_cut_export_is_refused(tmp_path, good_folder):
+    import json
+
+    from interchange.bundles.exporter import export_bundle
+    from questions.models import Benchmark
+
+    _set_manifest(good_folder, counts={"questions.jsonl": 5, "models.csv": 2})
+    assert run_import(good_folder)[0] == 0
+    out = tmp_path / "out"
+    export_bundle(Benchmark.objects.get(name="good"), out)
+    counts = json.loads((out / "manifest.json").read_text())["counts"]
+    assert counts["questions.jsonl"] == 5 and counts["models.csv"] == 2
+    assert counts["responses.jsonl"] == 10 and counts["judges.csv"] == 4
+    assert run_import(out)[0] == 0  # the same data: nothing new
+    grades = out / "grades.jsonl"
+    lines = grades.read_text().splitlines(keepends=True)
+    grades.write_text("".join(lines[:-1]))
+    err = refused(out)
+    assert (
+        f"counts.grades.jsonl: the manifest says {len(lines)} rows but grades.jsonl has "
+        f"{len(lines) - 1}" in err
+    )
