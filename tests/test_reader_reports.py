@@ -121,10 +121,47 @@ def test_size_limits_name_the_field(client, public):
         reader_report_create(question=q, what="x" * 2001, address="192.0.2.7")
 
 
-def test_a_body_over_16_kib_is_refused_413(client, public):
-    response = client.post(FORM, {**GOOD, "padding": "z" * 17000}, REMOTE_ADDR="192.0.2.1")
+def test_a_body_over_the_cap_is_refused_413(client, public):
+    from public.views import REPORT_BODY_MAX
+
+    assert REPORT_BODY_MAX == 12 * (2000 + 1000 + 254) + 2048
+    response = client.post(
+        FORM, {**GOOD, "padding": "z" * REPORT_BODY_MAX}, REMOTE_ADDR="192.0.2.1"
+    )
     assert response.status_code == 413
     assert not ReaderReport.objects.exists()
+
+
+def _post_urlencoded(client: Client, data: dict):
+    """POST as a browser sends a plain form: url-encoded, 9 bytes for a `≤`."""
+    from urllib.parse import urlencode
+
+    return client.post(
+        FORM,
+        urlencode(data),
+        content_type="application/x-www-form-urlencoded",
+        REMOTE_ADDR="192.0.2.1",
+    )
+
+
+def test_the_report_limit_counts_characters_not_bytes(client, public):
+    """2,000 `≤` (6,000 bytes of UTF-8, 18,000 url-encoded) are within the 2,000-character
+    limit (issue 26 part 4: they were refused 413); 2,001 are refused by the form."""
+    over = _post_urlencoded(client, {**GOOD, "what": "\u2264" * 2001})
+    assert over.status_code == 422
+    assert "at most 2000 characters (it has 2001)" in over.content.decode()
+    ok = _post_urlencoded(client, {**GOOD, "what": "\u2264" * 2000})
+    assert ok.status_code == 303, ok.content[:300]
+    assert ReaderReport.objects.get().what == "\u2264" * 2000
+
+
+def test_every_field_at_its_limit_in_four_byte_characters_is_accepted(client, public):
+    wide = "\U0001d7cf"  # MATHEMATICAL BOLD DIGIT ONE: 4 bytes in UTF-8
+    data = {"what": wide * 2000, "source_text": wide * 1000, "email": GOOD["email"]}
+    response = _post_urlencoded(client, data)
+    assert response.status_code == 303, response.content[:300]
+    report = ReaderReport.objects.get()
+    assert (len(report.what), len(report.source_text)) == (2000, 1000)
 
 
 def test_rate_limit_per_address(client, public, settings):

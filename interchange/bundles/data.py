@@ -43,6 +43,8 @@ class BundleData:
     license: str = ""
     grade_scale: list[int] = field(default_factory=lambda: [0, 1, 2])
     manifest: dict[str, Any] = field(default_factory=dict)
+    # the manifest's `counts` ({file name: rows}), checked against the files, not stored
+    declared_counts: dict[str, int] = field(default_factory=dict)
     corrected_edition: str = DEFAULT_CORRECTED
     # id -> (values..., line)
     categories: dict[str, tuple[str, int]] = field(default_factory=dict)

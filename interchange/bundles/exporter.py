@@ -15,13 +15,13 @@ What is written (bundle-format.md, plus these documented extensions that import 
   per line as on the public site: id, old and new answer and citation, reason, took_effect;
   informational: import ignores it, `corrections.jsonl` carries the history).
 
+- the manifest's `counts`: rows per file written (`rows.count_rows`), which import checks.
+
 CSV cells are formula-neutralised (scoring.spreadsheet); import undoes it exactly.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import zipfile
 from collections.abc import Iterable
@@ -32,7 +32,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 
 from core.bundle_parts import parts
 from interchange.bundles.history_export import add_history
-from interchange.bundles.rows import ORIGINAL
+from interchange.bundles.rows import ORIGINAL, count_rows
 from questions.errata import errata_for_edition
 from questions.models import (
     Benchmark,
@@ -103,11 +103,17 @@ def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[s
         for name, rows in part.export(benchmark, chain).items():
             if rows:
                 files[name] = _jsonl(rows)
+    # Written last, over the files above: import checks each file against its count.
+    counts = {n: v for n, v in row_counts(files).items() if n != "manifest.json"}
+    files["manifest.json"] = _manifest(benchmark, later, counts)
     return files
 
 
-def _manifest(benchmark: Benchmark, later: list[KeyEdition]) -> bytes:
+def _manifest(
+    benchmark: Benchmark, later: list[KeyEdition], counts: dict[str, int] | None = None
+) -> bytes:
     manifest = dict(benchmark.manifest or {})
+    manifest.pop("counts", None)
     manifest.update(
         name=benchmark.name,
         version=benchmark.version,
@@ -120,6 +126,8 @@ def _manifest(benchmark: Benchmark, later: list[KeyEdition]) -> bytes:
     if later:
         manifest["corrected_edition"] = later[0].name
         manifest["editions"] = [{"name": e.name, "note": e.note} for e in later]
+    if counts is not None:
+        manifest["counts"] = counts
     return (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode()
 
 
@@ -361,17 +369,7 @@ def export_bundle(
 
 def row_counts(files: dict[str, bytes]) -> dict[str, int]:
     """Return {file name: rows} (CSV without its header; the manifest counts as 1)."""
-    counts = {}
-    for name, data in files.items():
-        if name.endswith(".csv"):
-            counts[name] = max(
-                0, sum(1 for _ in csv.reader(io.StringIO(data.decode(), newline=""))) - 1
-            )
-        elif name.endswith(".jsonl"):
-            counts[name] = data.count(b"\n")
-        else:
-            counts[name] = 1
-    return counts
+    return {name: count_rows(name, data) or 0 for name, data in files.items()}
 
 
 __all__ = ["build_files", "export_bundle"]

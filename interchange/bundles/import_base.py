@@ -24,6 +24,14 @@ KEY_FIELDS = (
     "reason",
     "note",
 )
+# The id column of each file whose rows `_sync` matches by id (see rows.IdSpace).
+ID_FIELDS = {
+    "categories.csv": "category_id",
+    "documents.csv": "doc_id",
+    "questions.jsonl": "question_id",
+    "models.csv": "model_id",
+    "judges.csv": "judge_id",
+}
 REVIEW_HINT = (
     "the original key is immutable: corrections go through review "
     "(review queue, editor approval, new key edition), not re-import"
@@ -117,11 +125,25 @@ class ImportBase:
         stored: dict[Any, Sequence[Any]],
         incoming: Iterable[tuple[Any, Sequence[Any], int]],
     ) -> list[Any]:
-        """Compare rows whose key is stored; return the keys that are new."""
+        """Compare rows whose key is stored; return the keys that are new.
+
+        A new id of a file in `ID_FIELDS` that equals a stored one but for case is a
+        problem (the reader's `IdSpace` rule, held across imports into one benchmark).
+        """
         new = []
+        field = ID_FIELDS.get(file)
+        folded = {k.casefold(): k for k in stored if isinstance(k, str)} if field else {}
         for key, values, line in incoming:
             if key in stored:
                 self._compare(file, line, names, stored[key], values)
+            elif field and key.casefold() in folded:
+                self.p.add(
+                    file,
+                    line,
+                    field,
+                    f"{key!r} differs from the stored {folded[key.casefold()]!r} only in case; "
+                    "ids of one kind must differ in more than case",
+                )
             else:
                 new.append(key)
         return new

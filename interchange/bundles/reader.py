@@ -26,11 +26,15 @@ from interchange.bundles.rows import (
     ROLES,
     SLUG,
     VERDICTS,
+    IdSpace,
     Row,
+    count_rows,
     iter_csv,
     iter_jsonl,
     loads_strict,
     nul_path,
+    surrogate_message,
+    surrogate_path,
     type_name,
 )
 from interchange.bundles.source import BundleSource, decode_lines
@@ -67,6 +71,7 @@ def read_bundle(
     if source.exists("audits.jsonl"):
         _audits(source, p, b)
     read_history(source, p, b)
+    _counts(source, p, b)
     p.raise_if_any()
     return b
 
@@ -93,12 +98,29 @@ def _manifest(source: BundleSource, p: Problems, b: BundleData) -> None:
         # The manifest is stored whole (PostgreSQL jsonb cannot hold U+0000 either).
         p.add(name, 1, where, "contains a NUL character (U+0000)")
         return
+    lone = surrogate_path("\n".join(t for _, t in lines), manifest)
+    if lone is not None:
+        p.add(name, 1, lone[0], surrogate_message(lone[1]))
+        return
     row = Row(p, name, 1, manifest)
     bench = row.text("name", empty=False, max_length=100)
     if bench is not None and not SLUG.match(bench):
         row.error("name", f"{bench!r} must be a slug (letters, digits, - and _)")
     b.name = bench or ""
-    b.manifest = manifest
+    # `counts` describes these files, not the benchmark: checked by _counts, not stored
+    # (an export writes its own).
+    b.manifest = {k: v for k, v in manifest.items() if k != "counts"}
+    counts = manifest.get("counts", {})
+    if not isinstance(counts, dict) or any(
+        type(n) is not int or n < 0 or "/" in f or "\\" in f for f, n in counts.items()
+    ):
+        row.error(
+            "counts",
+            'must be an object of file name to rows, e.g. {"questions.jsonl": 46}, each a '
+            "whole number of at least 0",
+        )
+    else:
+        b.declared_counts = counts
     b.version = row.text("version", required=False, max_length=50) or ""
     b.description = row.text("description", required=False) or ""
     b.license = row.text("license", required=False) or ""
@@ -146,11 +168,30 @@ def _manifest(source: BundleSource, p: Problems, b: BundleData) -> None:
         b.editions.setdefault(ename, {"note": note, "entries": {}})
 
 
+def _counts(source: BundleSource, p: Problems, b: BundleData) -> None:
+    """The manifest's `counts` must be the files' rows (`count_rows`): a file cut short in
+    transfer, or rows added or dropped after the manifest was written, refuses the bundle
+    with both numbers."""
+    for name, declared in b.declared_counts.items():
+        actual = count_rows(name, source.read_bytes(name)) if source.exists(name) else 0
+        if actual is None or actual == declared:
+            continue
+        where = f"{name} has {actual}" if source.exists(name) else f"there is no {name}"
+        p.add(
+            "manifest.json",
+            1,
+            f"counts.{name}",
+            f"the manifest says {declared} rows but {where}; refused (a file cut short, or "
+            "rows added or removed after the manifest was written?)",
+        )
+
+
 def _categories(source: BundleSource, p: Problems, b: BundleData) -> None:
+    space = IdSpace()
     for row in iter_csv(source, "categories.csv", p, ("category_id", "name")):
         cid = row.ident("category_id")
         name = row.text("name", empty=False, max_length=MAX["category_name"])
-        if cid is None:
+        if cid is None or space.clash(row, "category_id", cid):
             continue
         if cid in b.categories:
             row.error("category_id", f"duplicate {cid!r} (first on line {b.categories[cid][1]})")
@@ -161,6 +202,7 @@ def _categories(source: BundleSource, p: Problems, b: BundleData) -> None:
 def _documents(source: BundleSource, p: Problems, b: BundleData) -> None:
     name = "documents.csv"
     optional = ("short_title", "kind", "edition", "published", "status", "superseded_by", "url")
+    space = IdSpace()
     for row in iter_csv(source, name, p, ("doc_id", "title"), optional):
         doc_id = row.ident("doc_id")
         values = {
@@ -189,7 +231,7 @@ def _documents(source: BundleSource, p: Problems, b: BundleData) -> None:
                 values["published"] = date.fromisoformat(published)
             except ValueError:
                 row.error("published", f"{published!r} is not an ISO date (YYYY-MM-DD)")
-        if doc_id is None:
+        if doc_id is None or space.clash(row, "doc_id", doc_id):
             continue
         if doc_id in b.documents:
             row.error(
@@ -253,6 +295,7 @@ def _citation(row: Row, b: BundleData, name: str = "citation") -> Citation | Non
 
 
 def _questions(source: BundleSource, p: Problems, b: BundleData) -> None:
+    space = IdSpace()
     for row in iter_jsonl(source, "questions.jsonl", p):
         qid = row.ident("question_id")
         cid = row.text("category_id", required=False, null=True, max_length=MAX["id"])
@@ -261,7 +304,7 @@ def _questions(source: BundleSource, p: Problems, b: BundleData) -> None:
         citation = _citation(row, b)
         if cid and cid not in b.categories:
             row.error("category_id", f"unknown category {cid!r}")
-        if qid is None:
+        if qid is None or space.clash(row, "question_id", qid):
             continue
         if qid in b.questions:
             row.error(
@@ -275,11 +318,12 @@ def _questions(source: BundleSource, p: Problems, b: BundleData) -> None:
 
 
 def _models(source: BundleSource, p: Problems, b: BundleData) -> None:
+    space = IdSpace()
     for row in iter_csv(source, "models.csv", p, ("model_id", "name"), ("vendor",)):
         mid = row.ident("model_id", MAX["model_id"])
         name = row.text("name", empty=False, max_length=MAX["model_name"])
         vendor = row.text("vendor", required=False, max_length=MAX["vendor"])
-        if mid is None:
+        if mid is None or space.clash(row, "model_id", mid):
             continue
         if mid in b.models:
             row.error("model_id", f"duplicate {mid!r} (first on line {b.models[mid]['line']})")
@@ -290,6 +334,7 @@ def _models(source: BundleSource, p: Problems, b: BundleData) -> None:
 def _judges(source: BundleSource, p: Problems, b: BundleData) -> None:
     name = "judges.csv"
     optional = ("vendor", "backend", "model", "prompt_version")
+    space = IdSpace()
     for row in iter_csv(source, name, p, ("judge_id", "name", "role"), optional):
         jid = row.ident("judge_id", MAX["judge_id"])
         values = {
@@ -303,7 +348,7 @@ def _judges(source: BundleSource, p: Problems, b: BundleData) -> None:
         }
         if len(values["prompt_version"]) > MAX["prompt_version"]:
             row.error("prompt_version", f"longer than {MAX['prompt_version']} characters")
-        if jid is None:
+        if jid is None or space.clash(row, "judge_id", jid):
             continue
         if jid in b.judges:
             row.error("judge_id", f"duplicate {jid!r} (first on line {b.judges[jid]['line']})")

@@ -1,7 +1,8 @@
 """Reading a bundle file's rows: typed getters that report problems with file and line.
 
 The column limits and value sets of bundle-format.md, strict JSON Lines (`iter_jsonl`) and
-CSV (`iter_csv`) readers that yield a `Row` per record, and `nul_path`. No database access.
+CSV (`iter_csv`) readers that yield a `Row` per record, `nul_path` and `surrogate_path`.
+No database access.
 """
 
 from __future__ import annotations
@@ -15,11 +16,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from interchange.bundles.problems import Problems
-from interchange.bundles.source import BundleSource, decode_lines
+from interchange.bundles.source import BOM, BundleSource, decode_lines
 from questions.cli import progress
 from scoring.spreadsheet import unneutralise
 
 SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")
+# Ids land in URLs (/questions/<id>/, leaderboard rows) and on every page: ASCII letters and
+# digits first, then also `.`, `_`, `-` and `@` (the shared corpora's `model@provider`),
+# nothing a URL reads as a separator (`/ ? # % :`) and no look-alike from another script
+# (`model-а` with a Cyrillic а): among these characters, ids that look the same are the
+# same once case is ignored, which `IdSpace` checks.
+ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
+ID_RULE = "letters A-Z a-z, digits, then also . _ - @ (ASCII only)"
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 ORIGINAL = "original"
 DEFAULT_CORRECTED = "corrected-1"
@@ -118,13 +126,20 @@ class Row:
         return value
 
     def ident(self, name: str, max_length: int = MAX["id"], required: bool = True) -> str | None:
-        """Return a non-empty identifier; None (after reporting) if it is not in Unicode NFC.
+        """Return a non-empty identifier; None (after reporting) when it breaks the rule.
 
-        Two ids that differ only in normalisation ("Qé01" composed vs. "Qe" + U+0301) look
-        identical on every page, so an id must already be NFC (Unicode Standard Annex #15):
-        then equal-looking ids are equal strings and the duplicate checks catch them.
+        The rule is `ID` (ASCII letters, digits, `. _ - @`, a letter or digit first). An id
+        not in Unicode NFC ("Qe" + U+0301 where "Qé01" is meant) gets its own message, as
+        it is the likeliest mistake with a non-ASCII id (Unicode Standard Annex #15).
         """
         value = self.text(name, required=required, empty=False, max_length=max_length)
+        if value and unicodedata.is_normalized("NFC", value) and not ID.match(value):
+            self.error(
+                name,
+                f"{value!r} is not a valid id: use {ID_RULE}, starting with a letter or "
+                "digit (ids are used in URLs and must not have look-alikes)",
+            )
+            return None
         if value and not unicodedata.is_normalized("NFC", value):
             nfc = unicodedata.normalize("NFC", value)
             marks = ", ".join(f"U+{ord(c):04X}" for c in value if unicodedata.combining(c))
@@ -156,6 +171,29 @@ class Row:
             self.error(name, f"must be true or false, not {type_name(value)}")
             return None
         return value
+
+
+class IdSpace:
+    """The ids of one kind in one bundle (questions, models ...): refuses two that differ
+    only in case (`Q001` and `q001` look like one row; Windows, macOS and many URLs treat
+    them as one). Exact duplicates are left to the caller, whose message names the file's
+    key."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, tuple[str, int]] = {}
+
+    def clash(self, row: Row, name: str, value: str) -> bool:
+        """Report and return True when `value` equals an earlier id but for case."""
+        folded = value.casefold()
+        first = self.seen.setdefault(folded, (value, row.line))
+        if first[0] == value:
+            return False
+        row.error(
+            name,
+            f"{value!r} differs from {first[0]!r} (line {first[1]}) only in case; ids of one "
+            "kind must differ in more than case",
+        )
+        return True
 
 
 def _reject_constant(value: str) -> Any:
@@ -208,6 +246,10 @@ def iter_jsonl(
             problems.add(
                 name, number, "json", f"each line must be a JSON object, not {type_name(value)}"
             )
+            continue
+        lone = surrogate_path(text, value)
+        if lone is not None:
+            problems.add(name, number, lone[0], surrogate_message(lone[1]))
             continue
         yield Row(problems, name, number, value)
 
@@ -266,21 +308,83 @@ def iter_csv(
         problems.add(name, 1, "header", "empty file: a header row is required")
 
 
-def nul_path(value: Any, path: str = "") -> str | None:
-    """Return the path (`editions[0].note`) of the first string or key holding U+0000."""
+def count_rows(name: str, data: bytes) -> int | None:
+    """Return the rows of bundle file `name` as the manifest's `counts` give them.
+
+    JSONL: its non-blank lines. CSV: its records after the header, blank ones not counted
+    (as `iter_csv` skips them; a quoted cell may span lines). Any other file: 1. None when a
+    CSV is not UTF-8 or not CSV (its own problems are reported by the reader). A leading
+    BOM is ignored, lines break at LF, CRLF or CR (as `decode_lines`).
+    """
+    if data.startswith(BOM):
+        data = data[len(BOM) :]
+    if name.endswith(".jsonl"):
+        return sum(1 for line in data.splitlines() if line.strip())
+    if not name.endswith(".csv"):
+        return 1
+    try:
+        reader = csv.reader(io.StringIO(data.decode("utf-8"), newline=""), strict=True)
+        records = sum(1 for r in reader if r and (len(r) > 1 or r[0].strip()))
+    except (UnicodeDecodeError, csv.Error):
+        return None
+    return max(0, records - 1)
+
+
+def _char_path(value: Any, bad: re.Pattern[str], path: str) -> tuple[str, str] | None:
+    """Return (path, first match) of the first string or key of `value` that `bad` finds."""
     if isinstance(value, str):
-        return (path or "value") if "\x00" in value else None
+        found = bad.search(value)
+        return ((path or "value"), found.group()) if found else None
     if isinstance(value, dict):
         for key, item in value.items():
             here = f"{path}.{key}" if path else str(key)
-            if "\x00" in str(key):
-                return here
-            found = nul_path(item, here)
-            if found is not None:
-                return found
+            found = bad.search(str(key))
+            if found:
+                return here, found.group()
+            inner = _char_path(item, bad, here)
+            if inner is not None:
+                return inner
     if isinstance(value, list):
         for i, item in enumerate(value):
-            found = nul_path(item, f"{path}[{i}]")
-            if found is not None:
-                return found
+            inner = _char_path(item, bad, f"{path}[{i}]")
+            if inner is not None:
+                return inner
     return None
+
+
+_NUL = re.compile("\x00")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# The only way a surrogate reaches a decoded line: UTF-8 decoding refuses encoded ones.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def nul_path(value: Any, path: str = "") -> str | None:
+    """Return the path (`editions[0].note`) of the first string or key holding U+0000."""
+    found = _char_path(value, _NUL, path)
+    return found[0] if found else None
+
+
+def surrogate_path(text: str, value: Any) -> tuple[str, str] | None:
+    """Return (path, `U+D800`) of the first string or key of `value` (parsed from the JSON
+    `text`) holding a lone surrogate, or None.
+
+    JSON's `\\ud800` escape without its pair decodes to a code point that is not a
+    character (Unicode 15, section 3.9: surrogates are not scalar values): UTF-8 cannot
+    encode it, so the database write failed with a traceback. A pair (`\\ud83d\\ude00`)
+    decodes to one character and is fine. Only lines with such an escape are walked.
+    """
+    if not _SURROGATE_ESCAPE.search(text):
+        return None
+    found = _char_path(value, _SURROGATE, "")
+    if found is None:
+        return None
+    # A key may hold it too: the path is shown escaped, or printing it would fail.
+    return found[0].encode("utf-8", "backslashreplace").decode(), f"U+{ord(found[1]):04X}"
+
+
+def surrogate_message(code: str) -> str:
+    """The problem text for a lone surrogate (`code` as `U+D800`)."""
+    return (
+        f"contains a lone surrogate {code} (a JSON \\u escape without its pair): not a "
+        "Unicode character, it cannot be stored; write the character itself"
+    )
