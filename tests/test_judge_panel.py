@@ -223,7 +223,7 @@ def test_the_runs_page_says_where_the_judges_and_the_panel_differ(tiny, client):
     page = client.get("/runs/").content.decode()
     assert f"{name}: the judges and the judge panel differ." in page
     assert "j1 now grades with prompt v2" in page and "j3 is not on the judge panel" in page
-    assert "j4" not in page
+    assert "j4 " not in page and "j4 is" not in page  # a CSRF token may hold "j4"
     call_command("panel", "--benchmark", name, "--set", "j1@v2,j2@v1")  # the command said
     assert panel_drift([bench]) == {
         name: ["j3 is not on the judge panel: its grades count in no published figure."]
