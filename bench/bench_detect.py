@@ -127,7 +127,7 @@ def mtbench_scoring_folder(source: Path, work: Path) -> Path:
     """Write labels.json and a 0/1 copy of grades.jsonl for score.py (module docstring)."""
     folder = work / "mtbench-scoring"
     (folder / "bundle").mkdir(parents=True)
-    ids = [json.loads(line)["id"] for line in open(source / "questions.jsonl", encoding="utf-8")]
+    ids = [json.loads(line)["question_id"] for line in open(source / "questions.jsonl", encoding="utf-8")]
     labels = {q: ("known_wrong" if q in MTBENCH_KNOWN_WRONG else "sound") for q in ids}
     (folder / "labels.json").write_text(json.dumps({"labels": labels}))
     with open(folder / "bundle" / "grades.jsonl", "w", encoding="utf-8") as out:

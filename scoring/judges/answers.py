@@ -78,7 +78,7 @@ _COUNT_RE = re.compile(
 _FRACTION_RE = re.compile(r"(?<![\w/.])(-?)(\d+)\s*/\s*(\d+)(?![\w/]|\.\d)")
 _TEX_FRACTION_RE = re.compile(r"()\\[dt]?frac\s*\{\s*(-?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
 _SCI_RE = re.compile(
-    r"(?<![\w.])(-?\d+(?:\.\d+)?)\s*(?:[eE]([+-]?\d+)(?![\w.])|"
+    r"(?<![\w.])(-?\d+(?:\.\d+)?)\s*(?:[eE]([+-]?\d+)(?!\w|\.\d)|"
     r"(?:×|x|\*|\\times|\\cdot)\s*10\s*(?:\^\s*\{?\s*([+-]?\d+)\s*\}?|\*\*\s*([+-]?\d+)|"
     r"([⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)))"
 )
@@ -100,9 +100,10 @@ _JSON_FIELD_RE = re.compile(
     re.IGNORECASE,
 )
 _FENCE_RE = re.compile(r"```[\w+-]*\s*\n?(.*?)(?:```|$)", re.DOTALL)
+_JSON_SHAPED_RE = re.compile(r"\s*(?:```\s*json\s*)?\{\s*[\"']\w+[\"']\s*:")
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _MARKER_RE = re.compile(
-    r"(?:final\s+answer(?:\s+is)?|the\s+(?:correct\s+)?answer\s+is|answer\s*(?:is)?\s*[:：=])"
+    r"(?:final\s+answer(?:\s+is)?|the\s+(?:correct\s+)?answer\s+is|answer\s*(?:is)?[*\"]*\s*[:：])"
     r"\s*[:：]?\s*(.+)",
     re.IGNORECASE,
 )
@@ -220,7 +221,7 @@ def normalise_numbers(text: str) -> str:
     return _SPACE_GROUPS_RE.sub(lambda m: re.sub(r"[ \u00a0\u2009\u202f]", ",", m.group(0)), text)
 
 
-_MINUS_RE = re.compile(r"(?<![\w.)\]}])-(?=\$?\d|\\[dt]?frac)")
+_MINUS_RE = re.compile(r"(?<![\w.)\]}^])-(?=\$?\d|\\[dt]?frac)")
 
 
 def _strip_signs(sentence: str) -> tuple[str, set[int]]:
@@ -376,7 +377,11 @@ def _number(
         return None
     if question:
         given = _numbers(normalise_numbers(question))
-        fresh = [f for f in found if not any(f[1].same_as(g) for _, g in given)]
+        fresh = [
+            f
+            for f in found
+            if re.search(r"=\s*$", sentence[: f[0]]) or not any(f[1].same_as(g) for _, g in given)
+        ]
         found = fresh or found
     totals = [f for f in found if _TOTAL_RE.search(sentence[: f[0]])]
     if totals and len(totals) < len(found):
@@ -470,7 +475,9 @@ def _choice(text: str, question: str, whole: bool = False) -> Answer | None:
     options = question_options(question)
     letters = "".join(letter for letter, _ in options)
     texts = dict(options)
-    upper_style = any(c.isupper() for c in _OPTION_STYLE_RE.findall(question or ""))
+    upper_style = any(c.isupper() for c in _OPTION_STYLE_RE.findall(question or "")) or any(
+        m.group(1).isupper() for m in _OPTION_INLINE_RE.finditer(question or "")
+    )
     if whole:
         m = re.match(rf"^\W*([{letters}{letters.upper()}])\W*$", text.strip())
         if m:
@@ -584,7 +591,7 @@ def _json_answer(text: str) -> str | None:
                 found = value
     if found is not None:
         return found
-    hits = list(_JSON_FIELD_RE.finditer(text))
+    hits = list(_JSON_FIELD_RE.finditer(text.replace('\\"', '"')))
     if hits:
         raw = hits[-1].group(1).strip()
         if raw[:1] in "\"'":
@@ -655,12 +662,11 @@ def explicit_answers(text: str) -> list[tuple[str, str]]:
     boxed = _boxed(text)
     if boxed is not None:
         out.append(("boxed", boxed))
-    prose = _CODE_RE.sub("\n", text)
-    markers = list(_MARKER_RE.finditer(prose))
+    markers = list(_MARKER_RE.finditer(text))
     if markers:
         value = markers[-1].group(1).strip()
         value = _boxed(value) or value
-        out.append(("marker", value.strip().strip('"“”').rstrip(".").strip()))
+        out.append(("marker", value.strip().strip('"“”{},').rstrip(".").strip().strip('"“”')))
     return out
 
 
@@ -781,9 +787,11 @@ def _final_answer(
         if ok and isinstance(value, str) and text.strip()[:1] in "'\"":
             return _with_source(_literal_answer(value), "whole")
     if kind == "literal":
-        found = _literal(text, key_is_str, whole=True)
+        found = _literal(text, False, whole=True)
         if found is not None:
             return _with_source(found, "whole")
+    if _JSON_SHAPED_RE.match(text) and not explicit_answers(text):
+        return unread("a JSON object without an answer field")
     sentences = _sentences(text)
     ordered = [s for s in reversed(sentences) if _CONCLUSION_RE.search(s)]
     tail = sentences[-LAST_SENTENCES:] if strict else sentences
