@@ -290,7 +290,7 @@ def write_section(label: str, text: str) -> None:
         for m in re.finditer(r"^### (\S+).*?(?=^### |\Z)", found.group(0), re.S | re.M):
             runs[m.group(1)] = m.group(0).rstrip("\n") + "\n"
     runs[label] = text.rstrip("\n") + "\n"
-    body = "\n".join(INTRO) + "\n".join(runs[k] for k in runs) + "\n"
+    body = "\n".join(INTRO) + "\n" + "\n".join(runs[k] for k in runs) + "\n"
     if found:
         updated = current[: found.start()] + body + current[found.end() :]
     else:
