@@ -57,9 +57,17 @@ folder, out = sys.argv[1], sys.argv[2]
 call_command("import_bundle", folder, verbosity=0)
 name = json.load(open(folder + "/manifest.json"))["name"]
 benchmark = Benchmark.objects.get(name=name)
+profile_to = sys.argv[3] if len(sys.argv) > 3 else ""
+if profile_to:
+    from pyinstrument import Profiler
+    profiler = Profiler()
+    profiler.start()
 start = time.perf_counter()
 counts = triage_run(benchmark=benchmark)
 elapsed = time.perf_counter() - start
+if profile_to:
+    profiler.stop()
+    open(profile_to, "w").write(profiler.output_text(unicode=True, show_all=False))
 json.dump({"name": name, "triage_s": elapsed, "by_source": counts["by_source"],
            "open_items": counts["open_items"]}, open(out, "w"))
 """
@@ -104,15 +112,19 @@ def run_manage(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-def import_and_triage(env: dict[str, str], folder: Path, work: Path) -> dict:
-    """Import `folder` and triage it in a child process; return its timing and counts."""
+def import_and_triage(env: dict[str, str], folder: Path, work: Path, profile: str = "") -> dict:
+    """Import `folder` and triage it in a child process; return its timing and counts.
+
+    `profile`: a file to write a pyinstrument profile of the triage to ("" = none; the
+    profiler slows the run, so a profiled time is not the figure recorded).
+    """
     out = work / "triage.json"
     child_env = {
         **env,
         "DJANGO_SETTINGS_MODULE": env.get("DJANGO_SETTINGS_MODULE", "config.settings"),
     }
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(folder), str(out)],
+        [sys.executable, "-c", CHILD, str(folder), str(out), *([profile] if profile else [])],
         env=child_env,
         capture_output=True,
         text=True,
@@ -127,7 +139,10 @@ def mtbench_scoring_folder(source: Path, work: Path) -> Path:
     """Write labels.json and a 0/1 copy of grades.jsonl for score.py (module docstring)."""
     folder = work / "mtbench-scoring"
     (folder / "bundle").mkdir(parents=True)
-    ids = [json.loads(line)["question_id"] for line in open(source / "questions.jsonl", encoding="utf-8")]
+    ids = [
+        json.loads(line)["question_id"]
+        for line in open(source / "questions.jsonl", encoding="utf-8")
+    ]
     labels = {q: ("known_wrong" if q in MTBENCH_KNOWN_WRONG else "sound") for q in ids}
     (folder / "labels.json").write_text(json.dumps({"labels": labels}))
     with open(folder / "bundle" / "grades.jsonl", "w", encoding="utf-8") as out:
@@ -174,6 +189,13 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="do not touch bench/README.md")
     parser.add_argument("--label", default="AFTER", help="name of this run in the README")
     parser.add_argument("--skip-full", action="store_true", help="corpora only")
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        default="",
+        help="full scale only: write a pyinstrument profile of its triage to FILE "
+        "(nothing recorded in the README)",
+    )
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL") or DEFAULT_URL
     env = {**os.environ, "DATABASE_URL": url}
@@ -184,7 +206,7 @@ def main() -> None:
     rows, printed = [], []
     work = Path(tempfile.mkdtemp(prefix="bench-detect-"))
     try:
-        for name, path in CORPORA:
+        for name, path in [] if args.profile else CORPORA:
             fresh_database(url, template)
             bundle = path / "bundle" if (path / "bundle").is_dir() else path
             result = import_and_triage(env, bundle, work)
@@ -206,7 +228,7 @@ def main() -> None:
             fresh_database(url, template)
             folder = work / "full"
             counts = write_bundle(folder, corrections=37, seed=0)
-            full = (counts, import_and_triage(env, folder, work))
+            full = (counts, import_and_triage(env, folder, work, args.profile))
             print(f"== full scale: triage {full[1]['triage_s']:.2f} s", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -215,7 +237,9 @@ def main() -> None:
 
     text = render(args.label, commit, rows, full)
     print(text)
-    if not args.no_write:
+    if args.profile:
+        print(f"profile written to {args.profile}")
+    elif not args.no_write:
         write_section(args.label, text)
 
 

@@ -187,21 +187,39 @@ _NOT_NOUNS = frozenset(
 )
 
 
-def _counted_nouns(question: str) -> set[str]:
-    return {
+@lru_cache(maxsize=4096)
+def _counted_nouns(question: str) -> frozenset[str]:
+    return frozenset(
         _stem(m.group(2))
         for m in _COUNT_RE.finditer(question)
         if m.group(1).lower() != "no" and m.group(2).lower() not in _NOT_NOUNS
-    }
+    )
 
 
-def _question_names(question: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _question_names(question: str) -> frozenset[str]:
     """Return the capitalised words of the question that do not merely open a sentence."""
-    return {
+    return frozenset(
         m.group(1)
         for m in _NAME_RE.finditer(question)
         if not _SENTENCE_START_RE.search(question[: m.start()])
-    }
+    )
+
+
+@lru_cache(maxsize=4096)
+def _name_patterns(question: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple((n, re.compile(rf"\b{n}\b")) for n in sorted(_question_names(question)))
+
+
+@lru_cache(maxsize=4096)
+def _question_numbers(question: str) -> tuple[Answer, ...]:
+    """Return the numbers a question states (read once per question, then cached)."""
+    return tuple(a for _, a in _numbers(normalise_numbers(question)))
+
+
+@lru_cache(maxsize=4096)
+def _asked_words(question: str) -> frozenset[str]:
+    return frozenset(_stem(w) for w in _CONTENT_RE.findall(question.lower()) if w not in _STOP)
 
 
 # -- normalising numbers --------------------------------------------------------------------
@@ -336,6 +354,7 @@ def _mask(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
+_ANY_NUMBER_RE = re.compile(r"\d|\b(?:" + "|".join(_WORDS[1:]) + r")\b", re.I)
 _TOTAL_RE = re.compile(
     r"\b(?:of|out\s+of)\s+(?:the\s+)?(?:other|remaining|total\s+of\s+)?\s*$", re.I
 )
@@ -363,6 +382,8 @@ def _number(
     is its last number, or the one after "=", "is", ":". Several distinct candidates with
     nothing singling one out make the reading ambiguous.
     """
+    if not _ANY_NUMBER_RE.search(sentence):
+        return None
     sentence = normalise_numbers(_BIG_O_RE.sub(" ", sentence))
     found = _numbers(sentence)
     if unit is not None:  # the key's dimension ("" = a bare number): other figures answer else
@@ -376,11 +397,11 @@ def _number(
     if not found:
         return None
     if question:
-        given = _numbers(normalise_numbers(question))
+        given = _question_numbers(question)
         fresh = [
             f
             for f in found
-            if re.search(r"=\s*$", sentence[: f[0]]) or not any(f[1].same_as(g) for _, g in given)
+            if re.search(r"=\s*$", sentence[: f[0]]) or not any(f[1].same_as(g) for g in given)
         ]
         found = fresh or found
     totals = [f for f in found if _TOTAL_RE.search(sentence[: f[0]])]
@@ -393,15 +414,18 @@ def _number(
     if len(distinct) == 1:
         return found[-1][1]
     if strict and question:
-        asked = {_stem(w) for w in _CONTENT_RE.findall(question.lower()) if w not in _STOP}
+        asked = _asked_words(question)
         scored = [
             (len(_context_words(sentence, p, p + len(a.label)) & asked), i)
             for i, (p, a) in enumerate(found)
         ]
+        # Clearly singled out: at least twice the words of any other distinct candidate
+        # (a key "18 m one way and 45 m more than one way" answers two things: ambiguous).
         best = max(s for s, _ in scored)
-        winners = [i for s, i in scored if s == best]
-        if best > 0 and len({found[i][1].label for i in winners}) == 1:
-            return found[winners[0]][1]
+        winner = next(i for s, i in scored if s == best)
+        rivals = [s for s, i in scored if not found[i][1].same_as(found[winner][1])]
+        if best > 0 and all(2 * r <= best for r in rivals):
+            return found[winner][1]
         return _ambiguous(found[-1][1])
     picked = [f for f in found if _PICKED_RE.search(sentence[: f[0]])]
     if picked:
@@ -451,6 +475,7 @@ def question_options(question: str) -> tuple[tuple[str, str], ...]:
     return ()
 
 
+@lru_cache(maxsize=256)
 def _choice_patterns(letters: str) -> list[re.Pattern[str]]:
     up, low = letters.upper(), letters.lower()
     cls = f"[{up}{low}]"
@@ -706,7 +731,7 @@ def _in_sentence(
         locs = extract_locators(sentence)
         return Answer("locator", locs[0].label().lower(), locs[0].label()) if locs else None
     if kind == "name":
-        names = {n for n in _question_names(question) if re.search(rf"\b{n}\b", sentence)}
+        names = {n for n, pattern in _name_patterns(question) if pattern.search(sentence)}
         return Answer("name", next(iter(names)), next(iter(names))) if len(names) == 1 else None
     raise ValueError(f"unknown answer kind {kind!r}")
 
