@@ -170,3 +170,21 @@ def test_describe_gives_the_readings_with_counts():
     assert describe(d) == (
         "4 of 6 models answer 3, not the key's 0 (1 gives the key's answer, 1 unread)"
     )
+
+
+def test_the_reference_judge_grades_choice_literal_and_explicit_number_keys_by_the_reader():
+    from scoring.judges import GradingInput, get_backend
+
+    judge = get_backend({"backend": "reference", "strictness": "lenient"})
+    mc = "Which term?\n(A) Schein\n(B) Pre\n(C) Kotter"
+
+    def grade(question, key, response):
+        return judge.grade(GradingInput(question, key, "", response, [0, 1, 2])).grade
+
+    assert grade(mc, "(B) Pre", "The answer is **B**.") == 2
+    assert grade(mc, "(B) Pre", "Answer: C") == 0
+    assert grade("crux", "[(4, 1), (2, 3)]", '{"answer": "[(4, 1), (2, 3)]"}') == 2
+    assert grade("crux", "[(4, 1), (2, 3)]", '{"answer": "[(4, 1)]"}') == 0
+    # "The answer is 3.": a response that states 3 on the way to 5 is wrong, not right
+    assert grade("How many?", "The answer is 3.", "First 3 + 2 = 5. So the answer is 5.") == 0
+    assert grade("How many?", "The answer is \u22123.", '```json\n{"answer": "-3"}\n```') == 2

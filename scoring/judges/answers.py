@@ -101,6 +101,7 @@ _JSON_FIELD_RE = re.compile(
 )
 _FENCE_RE = re.compile(r"```[\w+-]*\s*\n?(.*?)(?:```|$)", re.DOTALL)
 _JSON_SHAPED_RE = re.compile(r"\s*(?:```\s*json\s*)?\{\s*[\"']\w+[\"']\s*:")
+_ANSWER_WORD_RE = re.compile(r"answer", re.IGNORECASE)
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _MARKER_RE = re.compile(
     r"(?:final\s+answer(?:\s+is)?|the\s+(?:correct\s+)?answer\s+is|answer\s*(?:is)?[*\"]*\s*[:：])"
@@ -355,6 +356,9 @@ def _mask(text: str, spans: list[tuple[int, int]]) -> str:
 
 
 _ANY_NUMBER_RE = re.compile(r"\d|\b(?:" + "|".join(_WORDS[1:]) + r")\b", re.I)
+_PLAIN_NUMBER_RE = re.compile(
+    r"^\s*([-\u2212\u2012\u2013\u2014])?\s*\$?\s*(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*\.?\s*$"
+)
 _TOTAL_RE = re.compile(
     r"\b(?:of|out\s+of)\s+(?:the\s+)?(?:other|remaining|total\s+of\s+)?\s*$", re.I
 )
@@ -384,6 +388,13 @@ def _number(
     """
     if not _ANY_NUMBER_RE.search(sentence):
         return None
+    plain = _PLAIN_NUMBER_RE.match(sentence)
+    if plain and unit in (None, ""):  # "18", "-3", "$1,234.50": nothing to parse
+        written = plain.group(2)
+        value = float(written.replace(",", "")) * (-1 if plain.group(1) else 1)
+        return Answer(
+            "number", value, ("-" if plain.group(1) else "") + written, "", _decimals(written)
+        )
     sentence = normalise_numbers(_BIG_O_RE.sub(" ", sentence))
     found = _numbers(sentence)
     if unit is not None:  # the key's dimension ("" = a bare number): other figures answer else
@@ -596,24 +607,29 @@ def _literal(text: str, key_is_str: bool, whole: bool) -> Answer | None:
 # -- explicit answers -----------------------------------------------------------------------
 
 
+#: Longest block handed to json5 (pure Python, slow): strict JSON and the field pattern
+#: are tried first and read nearly every object; json5 is for the rest (comments, keys
+#: without quotes), short ones only.
+JSON5_MAX_CHARS = 4000
+
+
 def _json_answer(text: str) -> str | None:
-    """Return the ``answer`` / ``final_answer`` of the last JSON object holding one, as text."""
-    blocks = [m.group(1) for m in _FENCE_RE.finditer(text)]
-    stripped = text.strip()
-    if stripped.startswith("{"):
-        blocks.append(stripped)
-    for start in [m.start() for m in re.finditer(r"\{", text)][-3:]:
-        blocks.append(text[start:])
+    """Return the ``answer`` / ``final_answer`` of the last JSON object holding one, as text.
+
+    Fenced blocks and a text that is itself an object are parsed with the stdlib json;
+    failing that the field is found by pattern (single quotes, escaped quotes, objects cut
+    short); failing that json5 parses blocks up to JSON5_MAX_CHARS.
+    """
+    blocks = [m.group(1).strip() for m in _FENCE_RE.finditer(text)]
+    if text.lstrip().startswith("{"):
+        blocks.append(text.strip())
+    blocks = [b for b in blocks if b.startswith("{")]
     found = None
     for block in blocks:
-        block = block.strip()
-        if not block.startswith("{"):
-            continue
-        obj = _parse_object(block)
-        if isinstance(obj, dict):
-            value = _field(obj)
-            if value is not None:
-                found = value
+        obj = _parse_object(block, json.loads)
+        value = _field(obj) if isinstance(obj, dict) else None
+        if value is not None:
+            found = value
     if found is not None:
         return found
     hits = list(_JSON_FIELD_RE.finditer(text.replace('\\"', '"')))
@@ -621,24 +637,25 @@ def _json_answer(text: str) -> str | None:
         raw = hits[-1].group(1).strip()
         if raw[:1] in "\"'":
             try:
-                return str(json5.loads(raw))
+                return str(json.loads(raw)) if raw[0] == '"' else raw[1:-1].replace("\\'", "'")
             except ValueError:
                 return raw.strip("\"'")
         return raw
-    return None
+    for block in blocks:
+        if len(block) <= JSON5_MAX_CHARS:
+            obj = _parse_object(block, json5.loads)
+            value = _field(obj) if isinstance(obj, dict) else None
+            if value is not None:
+                found = value
+    return found
 
 
-def _parse_object(block: str):
+def _parse_object(block: str, loads):
     end = block.rfind("}")
     if end < 0:
         return None
-    block = block[: end + 1]
     try:
-        return json.loads(block)
-    except ValueError:
-        pass
-    try:
-        return json5.loads(block)
+        return loads(block[: end + 1])
     except (ValueError, RecursionError, TypeError, IndexError):
         return None
 
@@ -679,20 +696,26 @@ def explicit_answers(text: str) -> list[tuple[str, str]]:
     ``\\boxed{}``), "marker" (the last "final answer"/"the answer is"/"Answer:" phrase, to
     the end of its line). Empty when none is marked.
     """
+    return list(_explicit(text))
+
+
+def _explicit(text: str):
+    """Yield explicit answers best first, each looked for only when the previous is not used."""
     text = _NEXT_TURN_RE.split(text or "", maxsplit=1)[0]
-    out: list[tuple[str, str]] = []
-    found = _json_answer(text)
+    found = (
+        _json_answer(text) if ("answer" in text or "Answer" in text or "ANSWER" in text) else None
+    )
     if found is not None:
-        out.append(("json", found))
-    boxed = _boxed(text)
-    if boxed is not None:
-        out.append(("boxed", boxed))
-    markers = list(_MARKER_RE.finditer(text))
+        yield ("json", found)
+    if "boxed" in text or "fbox" in text:
+        boxed = _boxed(text)
+        if boxed is not None:
+            yield ("boxed", boxed)
+    markers = list(_MARKER_RE.finditer(text)) if _ANSWER_WORD_RE.search(text) else []
     if markers:
         value = markers[-1].group(1).strip()
         value = _boxed(value) or value
-        out.append(("marker", value.strip().strip('"“”{},').rstrip(".").strip().strip('"“”')))
-    return out
+        yield ("marker", value.strip().strip('"“”{},').rstrip(".").strip().strip('"“”'))
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -798,7 +821,7 @@ def _final_answer(
     if not text.strip():
         return unread("empty")
     kinds = [kind] if kind else answer_kinds(question)
-    for source, candidate in explicit_answers(text):
+    for source, candidate in _explicit(text):
         for k in kinds:
             found = _in_sentence(
                 candidate, k, question, unit, whole=True, strict=strict, key_is_str=key_is_str
@@ -815,7 +838,7 @@ def _final_answer(
         found = _literal(text, False, whole=True)
         if found is not None:
             return _with_source(found, "whole")
-    if _JSON_SHAPED_RE.match(text) and not explicit_answers(text):
+    if _JSON_SHAPED_RE.match(text) and next(_explicit(text), None) is None:
         return unread("a JSON object without an answer field")
     sentences = _sentences(text)
     ordered = [s for s in reversed(sentences) if _CONCLUSION_RE.search(s)]
