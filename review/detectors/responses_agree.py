@@ -1,9 +1,13 @@
 """Detector `responses_agree_against_key`: the models' final answers agree on another answer.
 
 Issue 17 item 2; needs no grades. Each response's final answer and the key's are read
-with scoring.judges.answers.final_answer (over the reference judge's figure parser); the
-key is read strictly (a conclusion sentence or its last sentences) and each response is
-read for the same kind of answer as the key.
+with the one answer reader, scoring.judges.answers.final_answer (JSON answer fields,
+\\boxed{}, "Answer:" phrases, lettered choices in any style, literals, signed numbers,
+units; over the reference judge's figure parser); the key is read strictly (a conclusion
+sentence or its last sentences; of several figures the one the question asks about) and
+each response is read for the same kind of answer as the key. An unread or ambiguous
+reading counts for neither side; a key whose own reading is unread or ambiguous raises
+nothing (issue 27 items 1 and 4).
 
 It fires, with the agreed answer as a suggested correction, when the most common answer
 differs from the key's and either

@@ -3,7 +3,7 @@
 Plain regular expressions over the figure parser the reference judge uses
 (scoring.judges.figures), the stdlib ``json``/``ast`` and ``json5`` (objects that strict
 JSON rejects); no Django. Used by triage's ``responses_agree_against_key`` detector, by the
-reference judge (choice and literal keys) and by any detector that needs the models' answers.
+reference judge (choice, literal and explicit-number keys, its rule 0) and by any detector that needs the models' answers.
 
 An *answer* is one of these kinds, tried in this order:
 
