@@ -189,6 +189,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="do not touch bench/README.md")
     parser.add_argument("--label", default="AFTER", help="name of this run in the README")
     parser.add_argument("--skip-full", action="store_true", help="corpora only")
+    parser.add_argument("--full-only", action="store_true", help="the full-scale timing only")
     parser.add_argument(
         "--profile",
         metavar="FILE",
@@ -206,7 +207,7 @@ def main() -> None:
     rows, printed = [], []
     work = Path(tempfile.mkdtemp(prefix="bench-detect-"))
     try:
-        for name, path in [] if args.profile else CORPORA:
+        for name, path in [] if (args.profile or args.full_only) else CORPORA:
             fresh_database(url, template)
             bundle = path / "bundle" if (path / "bundle").is_dir() else path
             result = import_and_triage(env, bundle, work)
@@ -248,7 +249,8 @@ def render(label: str, commit: str, rows: list, full) -> str:
         f"### {label} (commit {commit}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}, PostgreSQL on 127.0.0.1.",
+        f"{platform.python_version()}, PostgreSQL on 127.0.0.1; load average "
+        f"{os.getloadavg()[0]:.1f} when the run ended (other sessions share the machine).",
         "",
         "| corpus | ranking | places | P@8 | P@20 | P@50 | recall planted | recall known wrong "
         "| triage |",
