@@ -16,6 +16,9 @@ the checks a machine can make on every key entry whose cited document has indexe
 - ``figure_not_in_passage``: a figure of the key answer (a number with a unit, parsed
   by scoring.judges.figures, units converted: "1.1 m" is "1100 mm") is stated nowhere
   in the cited passage; names the passage's figures of the same dimension, if any;
+  (when the stored passage stops mid-sentence or mid-list, :func:`excerpt_cut_off`, the
+  finding carries "excerpt_ends" and says "not found in the stored excerpt, which ends
+  at ...", since the figure may be in the part not stored; likewise a quote);
 - ``figure_limit_reversed``: a figure of the key answer is stated in the passage, but
   as the opposite limit (the key says "a maximum of 1200mm", the passage "at least
   1200mm"; limit directions by scoring.judges.figures).
@@ -29,6 +32,7 @@ a document's status is checked whether or not its text is indexed.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -126,6 +130,29 @@ def figure_findings(answer: str, passage: str) -> list[dict[str, Any]]:
     return found
 
 
+EXCERPT_END_SHOWN = 60  # characters of a cut-off excerpt's end quoted in evidence
+_CUT_OFF_WORD_RE = re.compile(
+    r"(?:\b(?:or|and|nor|but|then|of|the|a|an|to|with)|[;,:\-–—])\s*$", re.I
+)
+_ENDS_SENTENCE_RE = re.compile(r"[.!?][)\]\"'”’]*\s*$")
+
+
+def excerpt_cut_off(passage: str) -> str | None:
+    """Return the end of a stored passage that stops mid-sentence or mid-list, else None.
+
+    A passage whose text ends without sentence-final punctuation (. ! ?, optionally
+    closed by a bracket or quote), or ends on a joining word or mark ("; or", "and",
+    ",", ":"), is an excerpt cut short: what is absent from it may be in the part not
+    stored. The result is its last EXCERPT_END_SHOWN characters, whitespace collapsed,
+    with "…" in front when shortened.
+    """
+    text = re.sub(r"\s+", " ", passage or "").strip()
+    if not text or (_ENDS_SENTENCE_RE.search(text) and not _CUT_OFF_WORD_RE.search(text)):
+        return None
+    tail = text[-EXCERPT_END_SHOWN:]
+    return tail if len(text) <= EXCERPT_END_SHOWN else "…" + tail.lstrip()
+
+
 def check_entry(entry: KeyEntry, document: IndexedDocument | None) -> list[dict[str, Any]]:
     """Return the failed checks of one key entry whose cited document is indexed.
 
@@ -165,6 +192,9 @@ def check_entry(entry: KeyEntry, document: IndexedDocument | None) -> list[dict[
         )
         return failures
     locator, passage = document.passages[index]
+    # Absent from a cut-off excerpt is not absent from the document: say where it ends.
+    cut = excerpt_cut_off(passage)
+    cut_off = {"excerpt_ends": cut} if cut else {}
     if quote and not where.found:
         failures.append(
             {
@@ -174,8 +204,11 @@ def check_entry(entry: KeyEntry, document: IndexedDocument | None) -> list[dict[
                 "quote": quote[:QUOTE_SHOWN],
                 "found_in": list(where.elsewhere),
             }
+            | cut_off
         )
     for finding in figure_findings(entry.answer or "", passage):
+        if finding["problem"] == "figure_not_in_passage":
+            finding |= cut_off
         failures.append({"doc_id": doc.doc_id, "locator": locator} | finding)
     return failures
 
@@ -237,11 +270,20 @@ def describe(detail: dict[str, Any]) -> str:
         if detail.get("quote_found_in"):
             text += f"; the quoted words are in {_names(detail['quote_found_in'])}"
         return text
+    cut = detail.get("excerpt_ends")
+    where = f'the stored excerpt of {doc} {loc}, which ends at "{cut}"' if cut else ""
     if problem == "quote_not_in_passage":
         if detail.get("found_in"):
             return f"Quoted words are not in {doc} {loc} but in {_names(detail['found_in'])}"
+        if cut:
+            return f"Quoted words are not found in {where}, nor anywhere else stored for {doc}"
         return f"Quoted words are not in {doc} {loc}, nor anywhere else in {doc}"
     if problem == "figure_not_in_passage":
+        if cut:
+            text = f"Key answer's {detail.get('figure')} is not found in {where}"
+            if detail.get("passage_figures"):
+                text += f"; it gives {_names(detail['passage_figures'])}"
+            return text
         text = f"Key answer's {detail.get('figure')} is not stated in {doc} {loc}"
         if detail.get("passage_figures"):
             text += f", which gives {_names(detail['passage_figures'])}"

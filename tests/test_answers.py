@@ -38,7 +38,7 @@ def test_counts_of_a_noun_the_question_counts():
         a = final_answer(text, question=q, kind="count")
         assert (a.kind, a.value, a.unit) == ("count", value, "brother")
     # "one brother" only repeats the question: not an answer
-    assert final_answer("Each sister has one brother.", question=q, kind="count") is None
+    assert final_answer("Each sister has one brother.", question=q, kind="count").is_read is False
 
 
 def test_figures_with_units_and_the_keys_unit_only():
@@ -46,7 +46,9 @@ def test_figures_with_units_and_the_keys_unit_only():
     a = final_answer("The minimum width is 1.1 m.", question=q)
     assert (a.unit, a.value) == ("length", 1100.0)
     assert final_answer("It must be 1100 mm wide.", question=q).same_as(a)
-    assert final_answer("Allow 3 months.", question=q, kind="number", unit="length") is None
+    assert (
+        final_answer("Allow 3 months.", question=q, kind="number", unit="length").is_read is False
+    )
 
 
 def test_choice_and_name_and_next_turn_cut():
@@ -87,3 +89,102 @@ def test_detector_silent_when_models_agree_with_the_key_or_the_key_states_nothin
     responses = {"a": "So 3.", "b": "So 3.", "c": "So 3."}
     assert responses_agree_detail(question=q, key_answer="It is 3.", responses=responses) is None
     assert responses_agree_detail(question=q, key_answer="It depends.", responses=responses) is None
+
+
+# -- issue 27 item 4: the evidence says exactly what the key and the models answer ---------
+
+EV = "A new office building has 20 parking spaces. What electric vehicle charging provision does Approved Document S require?"
+Q035 = "For an M4(2) accessible and adaptable dwelling, what minimum clear opening width must the principal communal entrance door provide?"
+Q009 = "In an office, what are the maximum travel distances to the nearest storey exit where escape is possible in one direction only, and where it is possible in more than one direction?"
+
+
+def test_the_keys_answer_is_the_figure_the_question_asks_about():
+    # Demo Q043: "at least 4 of the other 19" answers 4; 19 is the total it is taken of.
+    key = "One charge point for the building, plus cable routes to at least one in five of the remaining spaces (so at least 4 of the other 19)."
+    a = final_answer(key, question=EV, strict=True)
+    assert (a.label, a.ambiguous) == ("4", False)
+    # Demo Q035: the opening width (850 mm), not the landing (1500 mm) said after it.
+    key = "At least 850 mm clear opening width (measured per Diagram 2.2), with a level landing of at least 1500 mm × 1500 mm outside."
+    a = final_answer(key, question=Q035, strict=True)
+    assert (a.label, a.unit, a.value, a.ambiguous) == ("850 mm", "length", 850.0, False)
+    # Demo Q009 asks two things: no one figure is the key's answer.
+    key = "18 m where escape is possible in one direction only, and 45 m where it is possible in more than one direction."
+    assert final_answer(key, question=Q009, strict=True).ambiguous
+
+
+def test_no_evidence_when_the_key_reading_is_ambiguous():
+    key = "18 m where escape is possible in one direction only, and 45 m where it is possible in more than one direction."
+    responses = {f"m{i}": "The limit is 18 m." for i in range(5)}
+    assert responses_agree_detail(question=Q009, key_answer=key, responses=responses) is None
+
+
+def test_the_suggested_correction_keeps_sign_and_unit():
+    q = "What is the value of x?"
+    responses = {
+        "m1": "So x = \u221214.",
+        "m2": "Answer: -14",
+        "m3": "x = \u201314",
+        "m4": "So 14.",
+    }
+    d = responses_agree_detail(question=q, key_answer="The answer is 14.", responses=responses)
+    assert (d["key_answer"], d["suggested_answer"], d["n_key"]) == ("14", "-14", 1)
+    # the same sign as the key is agreement, whatever dash each model types
+    agree = {"m1": "So x = \u221214.", "m2": "Answer: -14", "m3": "x = \u201314"}
+    assert (
+        responses_agree_detail(question=q, key_answer="So x is \u221214.", responses=agree) is None
+    )
+    w = "What is the minimum clear width?"
+    resp = {"m1": "So the width is 0.3 m.", "m2": "It is 300 mm.", "m3": "So 30 cm."}
+    d = responses_agree_detail(question=w, key_answer="At least 850 mm.", responses=resp)
+    assert (d["key_answer"], d["suggested_answer"]) == ("850 mm", "0.3 m")
+    assert [m["answer"] for m in d["models"]] == ["0.3 m", "300 mm", "30 cm"]
+
+
+def test_unread_answers_are_never_a_disagreement():
+    q = "How many are left?"
+    responses = {"m1": "So 3.", "m2": "I cannot tell.", "m3": "Unclear.", "m4": "No idea.",
+                 "m5": '{"reasoning": "too hard"}'}  # fmt: skip
+    assert (
+        responses_agree_detail(question=q, key_answer="The answer is 3.", responses=responses)
+        is None
+    )
+    scores = {"m1": 10.0, "m2": 90.0, "m3": 80.0, "m4": 70.0, "m5": 60.0}
+    assert (
+        responses_agree_detail(
+            question=q, key_answer="The answer is 3.", responses=responses, scores=scores
+        )
+        is None
+    )
+    assert not final_answer("I cannot tell.", question=q).differs_from(
+        final_answer("3", question=q)
+    )
+
+
+def test_describe_gives_the_readings_with_counts():
+    from review.detectors.responses_agree import describe
+
+    q = "What is the area?"
+    responses = {"m1": "So the area is 3.", "m2": "Thus the area is 3.", "m3": "So it is 3.",
+                 "m4": "The area is 0.", "m5": "I am not sure.", "m6": "So 3."}  # fmt: skip
+    d = responses_agree_detail(question=q, key_answer="The area is 0.", responses=responses)
+    assert describe(d) == (
+        "4 of 6 models answer 3, not the key's 0 (1 gives the key's answer, 1 unread)"
+    )
+
+
+def test_the_reference_judge_grades_choice_literal_and_explicit_number_keys_by_the_reader():
+    from scoring.judges import GradingInput, get_backend
+
+    judge = get_backend({"backend": "reference", "strictness": "lenient"})
+    mc = "Which term?\n(A) Schein\n(B) Pre\n(C) Kotter"
+
+    def grade(question, key, response):
+        return judge.grade(GradingInput(question, key, "", response, [0, 1, 2])).grade
+
+    assert grade(mc, "(B) Pre", "The answer is **B**.") == 2
+    assert grade(mc, "(B) Pre", "Answer: C") == 0
+    assert grade("crux", "[(4, 1), (2, 3)]", '{"answer": "[(4, 1), (2, 3)]"}') == 2
+    assert grade("crux", "[(4, 1), (2, 3)]", '{"answer": "[(4, 1)]"}') == 0
+    # "The answer is 3.": a response that states 3 on the way to 5 is wrong, not right
+    assert grade("How many?", "The answer is 3.", "First 3 + 2 = 5. So the answer is 5.") == 0
+    assert grade("How many?", "The answer is \u22123.", '```json\n{"answer": "-3"}\n```') == 2

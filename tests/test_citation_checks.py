@@ -304,3 +304,34 @@ def test_citation_checks_on_the_demo_bundle_reindexed_from_the_real_text():
         ("Q009", "locator_not_found"),
         ("Q024", "figure_limit_reversed"),
     ]
+
+
+def test_a_figure_missing_from_a_cut_off_excerpt_is_not_said_to_be_missing_from_the_document():
+    """Demo Q028: the stored ADJ 5.8 stops after clause (b) ("...; or"), so the key's
+    50 m (clause (c), not stored) is "not found in the stored excerpt, which ends at ..."."""
+    from review.citation_checks import excerpt_cut_off
+
+    passage = (
+        "there is a significant risk of pollution if the oil storage installation:\n\n"
+        "a.  has a total capacity of more than 2500 litres; or\n\n"
+        "b.  is located within 10m of inland freshwaters or coastal waters; or"
+    )
+    assert (
+        excerpt_cut_off(passage) == "…cated within 10m of inland freshwaters or coastal waters; or"
+    )
+    assert excerpt_cut_off("The width should be at least 850mm.") is None
+    assert (
+        excerpt_cut_off("Secure doorsets should be either:") == "Secure doorsets should be either:"
+    )
+    detail = {
+        "doc_id": "ADJ",
+        "locator": "5.8",
+        "problem": "figure_not_in_passage",
+        "figure": "50 m",
+        "passage_figures": ["10 m"],
+        "excerpt_ends": excerpt_cut_off(passage),
+    }
+    assert describe(detail) == (
+        "Key answer's 50 m is not found in the stored excerpt of ADJ 5.8, which ends at "
+        '"…cated within 10m of inland freshwaters or coastal waters; or"; it gives 10 m'
+    )

@@ -58,3 +58,32 @@ def test_demo_still_puts_class_ma_on_top():
     assert top.question.question_id == "Q046"
     assert top.source == "judge_flag"
     assert "both judges flagged the key" in top.reasons
+
+
+def test_demo_evidence_quotes_the_key_and_the_excerpt_exactly():
+    """Issue 27 item 4 on the demo: Q043 (key "at least 4 of the other 19") and Q035 (key
+    850 mm; 1500 mm is the landing) are no longer said to disagree with the models; Q009's
+    key answers two distances, so no one of them is quoted as the key's; Q028's 50 m is
+    "not found in the stored excerpt", which stops after clause (b)."""
+    call_command("import_bundle", str(DEMO), verbosity=0)
+    call_command("triage", benchmark="uk-construction-demo", verbosity=0)
+    by_q = {i.question.question_id: i for i in queue("uk-construction-demo")}
+    agree = {
+        q: i.evidence.get(kind="responses_agree_against_key").detail
+        for q, i in by_q.items()
+        if i.evidence.filter(kind="responses_agree_against_key").exists()
+    }
+    assert "Q043" not in agree and "Q035" not in agree and "Q009" not in agree
+    assert by_q["Q043"].reasons == "one auditor adverse"  # was "... answer 4, not the key's 19"
+    assert "Q035" not in by_q  # was "300 mm, not the key's 1500 mm"
+    q037 = agree["Q037"]
+    assert (q037["key_answer"], q037["suggested_answer"], q037["n_key"]) == ("650 mm", "450 mm", 4)
+    cite = by_q["Q028"].evidence.get(kind="superseded_citation").detail
+    assert (cite["figure"], cite["excerpt_ends"]) == (
+        "50 m",
+        "…cated within 10m of inland freshwaters or coastal waters; or",
+    )
+    assert (
+        "50 m is not found in the stored excerpt of ADJ 5.8, which ends at" in by_q["Q028"].reasons
+    )
+    assert "not stated in ADJ 5.8" not in by_q["Q028"].reasons

@@ -1,9 +1,13 @@
 """Detector `responses_agree_against_key`: the models' final answers agree on another answer.
 
 Issue 17 item 2; needs no grades. Each response's final answer and the key's are read
-with scoring.judges.answers.final_answer (over the reference judge's figure parser); the
-key is read strictly (a conclusion sentence or its last sentences) and each response is
-read for the same kind of answer as the key.
+with the one answer reader, scoring.judges.answers.final_answer (JSON answer fields,
+\\boxed{}, "Answer:" phrases, lettered choices in any style, literals, signed numbers,
+units; over the reference judge's figure parser); the key is read strictly (a conclusion
+sentence or its last sentences; of several figures the one the question asks about) and
+each response is read for the same kind of answer as the key. An unread or ambiguous
+reading counts for neither side; a key whose own reading is unread or ambiguous raises
+nothing (issue 27 items 1 and 4).
 
 It fires, with the agreed answer as a suggested correction, when the most common answer
 differs from the key's and either
@@ -57,22 +61,29 @@ def responses_agree_detail(
     """Return the evidence detail for one question, or None when the detector does not fire.
 
     `responses`: {model_id: response text}; `scores`: {model_id: overall score %} or None.
-    Detail keys: "key_answer", "suggested_answer" (labels as written), "answer_kind",
-    "models" (those giving the suggested answer, with "answer" and, where known,
-    "overall_score"), "n_models", "n_read" (answers that could be read), "basis"
-    ("majority" or "strongest_half"), and for the latter "n_strongest".
+    Detail keys: "key_answer", "suggested_answer" (labels as read, sign and unit kept),
+    "answer_kind", "models" (those giving the suggested answer, with "answer" and, where
+    known, "overall_score"), "n_models", "n_read" (answers read unambiguously), "n_key"
+    (models giving the key's answer), "n_unread" (no answer could be read), "n_ambiguous"
+    (read, but with other candidates beside it), "basis" ("majority" or
+    "strongest_half"), and for the latter "n_strongest". Silent when the key's own answer
+    is unread or ambiguous (the evidence could not say what the key says); unread and
+    ambiguous responses count for neither side.
     """
     key = final_answer(key_answer, question=question, strict=True)
-    if key is None or not responses:
+    if not key.is_read or key.ambiguous or not responses:
         return None
-    read = {
-        m: a
+    key_is_str = key.kind == "literal" and str(key.value)[:1] in "'\""
+    readings = {
+        m: final_answer(
+            text, question=question, kind=key.kind, unit=key.unit, key_is_str=key_is_str
+        )
         for m, text in sorted(responses.items())
-        if (a := final_answer(text, question=question, kind=key.kind, unit=key.unit)) is not None
     }
+    read = {m: a for m, a in readings.items() if a.is_read and not a.ambiguous}
     basis, n_strongest = None, None
     answer, models, _ = _largest_group(list(read.items()))
-    if answer is not None and not answer.same_as(key) and len(models) >= MIN_AGREEING:
+    if answer is not None and answer.differs_from(key) and len(models) >= MIN_AGREEING:
         if 2 * len(models) > len(responses):
             basis = "majority"
     if basis is None and scores:
@@ -82,7 +93,7 @@ def responses_agree_detail(
         answer, models, runner_up = _largest_group(top)
         if (
             answer is not None
-            and not answer.same_as(key)
+            and answer.differs_from(key)
             and len(models) >= max(MIN_AGREEING, (n_strongest + 1) // 2)
             and len(models) > runner_up
         ):
@@ -100,11 +111,41 @@ def responses_agree_detail(
         ],
         "n_models": len(responses),
         "n_read": len(read),
+        "n_key": sum(1 for a in read.values() if a.same_as(key)),
+        "n_unread": sum(1 for a in readings.values() if not a.is_read),
+        "n_ambiguous": sum(1 for a in readings.values() if a.is_read and a.ambiguous),
         "basis": basis,
     }
     if basis == "strongest_half":
         detail["n_strongest"] = n_strongest
     return detail
+
+
+def describe(detail: Mapping) -> str:
+    """Return a responses-agree detail in words: the key's answer as read, the models' with counts.
+
+    E.g. "4 of 7 models answer 3, not the key's 0 (1 gives the key's answer, 2 unread)";
+    with basis "strongest_half": "2 of the 4 strongest models answer ...". Never raises
+    for a dict (missing counts are left out).
+    """
+    who = (
+        f"of the {detail.get('n_strongest')} strongest models"
+        if detail.get("basis") == "strongest_half"
+        else f"of {detail.get('n_models', '?')} models"
+    )
+    text = (
+        f"{len(detail.get('models', []))} {who} answer {detail.get('suggested_answer')}, "
+        f"not the key's {detail.get('key_answer')}"
+    )
+    counts = []
+    if "n_key" in detail:
+        n = detail["n_key"]
+        counts.append(f"{n} {'gives' if n == 1 else 'give'} the key's answer")
+    if detail.get("n_unread"):
+        counts.append(f"{detail['n_unread']} unread")
+    if detail.get("n_ambiguous"):
+        counts.append(f"{detail['n_ambiguous']} ambiguous")
+    return text + (f" ({', '.join(counts)})" if counts else "")
 
 
 def responses_agree_findings(

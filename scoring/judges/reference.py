@@ -6,6 +6,10 @@ can be tested without paying a vendor; its grades are not a substitute for two
 model judges. Rules, applied in order (levels: wrong / partly right / right):
 
 Judge
+0. A key that is a lettered choice, a literal, or a number given as an explicit
+   answer ("The answer is 3.") is compared with the response's final answer as the
+   one answer reader reads it (scoring.judges.answers): the same -> right, another
+   -> wrong; when the response's answer cannot be read, the rules below decide.
 1. Empty response -> wrong. A refusal ("I can't provide...") that states no
    figure and no yes/no -> wrong.
 2. Yes/no (question opens "Is/Does/Can...", or the key opens "Yes"/"No"): a
@@ -53,6 +57,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from .answers import final_answer
 from .base import JudgeBackend, JudgeConfig
 from .figures import (
     Figure,
@@ -161,6 +166,10 @@ class ReferenceBackend(JudgeBackend):
         if not response:
             return _Assessment(WRONG, ["empty response"], False, "")
 
+        read = self._final_answers(inp.question or "", key, response)
+        if read is not None:
+            return read
+
         key_figs = extract_figures(key)
         resp_figs = extract_figures(response)
         yes_no = is_yes_no_question(inp.question) or polarity(key, infer=False) is not None
@@ -207,6 +216,32 @@ class ReferenceBackend(JudgeBackend):
         if flag:
             notes.append("key may be out of date (flagged)")
         return _Assessment(level, notes, flag, flag_reason)
+
+    @staticmethod
+    def _final_answers(question: str, key: str, response: str) -> _Assessment | None:
+        """Rule 0: grade by the one answer reader (scoring.judges.answers) where it applies.
+
+        It applies when the key is a lettered choice or a literal, or a number stated as
+        an explicit answer ("The answer is 3.", a JSON answer, \\boxed{}), and the
+        response's final answer of that kind can be read: the same -> right, another ->
+        wrong. Otherwise (the key in prose, or the response unread) None: rules 1-7 decide.
+        """
+        k = final_answer(key, question=question, strict=True)
+        if not k.is_read or k.ambiguous:
+            return None
+        if k.kind not in ("choice", "literal") and not (
+            k.kind == "number" and k.source in ("json", "boxed", "marker")
+        ):
+            return None
+        key_is_str = k.kind == "literal" and str(k.value)[:1] in "'\""
+        r = final_answer(
+            response, question=question, kind=k.kind, unit=k.unit, key_is_str=key_is_str
+        )
+        if not r.is_read or r.ambiguous:
+            return None
+        if r.same_as(k):
+            return _Assessment(RIGHT, [f"final answer {r.label} matches the key's"], False, "")
+        return _Assessment(WRONG, [f"final answer {r.label}, the key's is {k.label}"], False, "")
 
     def _grade_figures(
         self,
