@@ -179,9 +179,15 @@ def _panel_words(detail: dict) -> str:
             f"{detail['mean_grade']:.2f} of the scale)"
         )
     if "key_answer" in detail:
+        grades = (
+            f"; grades of {detail.get('n_graded')} models, mean {detail['mean_grade']:.2f} of "
+            "the scale"
+            if "mean_grade" in detail
+            else ""
+        )
         return (
             f"{head} ({detail.get('n_key', 0)} of {detail.get('n_read', '?')} answers read "
-            f"give the key's {detail.get('key_answer')})"
+            f"give the key's {detail.get('key_answer')}{grades})"
         )
     return head
 

@@ -129,9 +129,14 @@ def panel_detail(fit: PanelFit, i: int, reading: dict, data: PanelData) -> dict:
     read), "n_key" (models giving the key's answer), "key_answer" / "suggested_answer"
     (labels as read; the suggestion only when the most probable true answer is one that
     models gave), "models" (those giving it: {"model", "answer", "ability"}, ablest
-    first), "n_graded", "mean_grade" (0-1, where grades counted), "threshold".
+    first), "n_graded", "mean_grade" (0-1, over every graded response), "threshold";
+    "n_read" and "n_key" count only the answers the fit read (a reading the grade
+    contradicts is left out, scoring.engine.panel_fit).
     """
     key, groups, by_model = reading["key"], reading["groups"], reading["labels"]
+    if fit.labels_used is not None:  # only the answers the fit counted (not contradicted)
+        col = {m: j for j, m in enumerate(data.model_ids)}
+        by_model = {m: lab for m, lab in by_model.items() if fit.labels_used[i, col[m]] >= 0}
     ability = dict(zip(data.model_ids, fit.abilities.tolist(), strict=True))
     graded = np.zeros(0)
     if data.grades is not None:

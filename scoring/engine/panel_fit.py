@@ -108,6 +108,8 @@ class PanelFit:
     - ``key_reliability``: fitted ``pi``, the share of keys the panel takes as right.
     - ``abilities`` (M,): fitted model abilities (logits); ``difficulties`` (Q,).
     - ``coincidence``: fitted chance that a wrong model's answer is a wrong key's.
+    - ``labels_used`` (Q, M) int: the labels the fit read (-1 where a label was dropped
+      because the grade contradicts it, or the key was unread).
     - ``iterations``, ``converged``.
     """
 
@@ -122,6 +124,7 @@ class PanelFit:
     coincidence: float
     iterations: int
     converged: bool
+    labels_used: np.ndarray | None = None
 
     @property
     def prior_log10_odds(self) -> float:
@@ -256,6 +259,7 @@ def fit_panel(
         coincidence=coin,
         iterations=it,
         converged=converged,
+        labels_used=labels,
     )
 
 
