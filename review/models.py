@@ -36,7 +36,10 @@ class Source(models.TextChoices):
     JUDGE_FLAG = "judge_flag", "Judge flag"
     CONSENSUS_AGAINST_KEY = "consensus_against_key", "Models agree against the key"
     SUPERSEDED_CITATION = "superseded_citation", "Superseded or missing citation"
+    # Retired detector (issue 17; replaced by panel_against_key in issue 27): kept so the
+    # evidence it left on items still reads and ranks.
     MODELS_AGAINST_KEY = "models_against_key", "Strong models marked down against their record"
+    PANEL_AGAINST_KEY = "panel_against_key", "Panel of models against the key"
     RESPONSES_AGREE_AGAINST_KEY = "responses_agree_against_key", "Responses agree on another answer"
     UNPARSED_REPLIES = "unparsed_replies", "Judge replies stay unparsed"
     MANUAL = "manual", "Added by hand"

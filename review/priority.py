@@ -1,4 +1,4 @@
-"""An item's priority and its reasons in words, from its evidence (issue 17 item 5).
+"""An item's priority and its reasons in words, from its evidence (issue 17 item 5, issue 27 item 3).
 
 The one place that ranks the review queue: review.services.items.review_item_create calls
 :func:`evidence_priority` with every piece of evidence the item holds and stores the
@@ -12,37 +12,67 @@ from dataclasses import dataclass
 
 from review.models import Source
 
-# Points per kind of evidence (the base) and for its strength (0-1 times the extra).
-# Order, from first principles: both judges flagging while grading (two independent
-# opinions that saw responses) > models agreeing against the key > strong models marked
-# down > the responses' final answers agreeing on another answer > a superseded document
-# > one adverse auditor > one judge's flag or a missing locator > a person's report.
-_BASE = {
-    "judge_flag_both": 450,
-    Source.CONSENSUS_AGAINST_KEY: 300,
-    Source.MODELS_AGAINST_KEY: 250,
-    Source.RESPONSES_AGREE_AGAINST_KEY: 200,
-    "superseded_document": 200,
-    Source.SINGLE_AUDITOR_FLAG: 150,
-    Source.JUDGE_FLAG: 120,
-    Source.SUPERSEDED_CITATION: 120,
-    Source.UNPARSED_REPLIES: 100,
-    Source.MANUAL: 100,
-    Source.REPORTED: 100,
+#: The scale: weight of evidence in bans, log10 of a Bayes factor for "the key is wrong"
+#: (Good 1950, *Probability and the Weighing of Evidence*; Jeffreys 1961 app. B: 1 ban =
+#: ten to one). Independent pieces add; the item's priority is the sum in milli-bans
+#: (an integer, higher first). The panel (panel_against_key) contributes its own fitted
+#: log10 Bayes factor, which may be negative (the models side with the key). Every other
+#: kind has a fixed weight, the likelihood ratio it is assumed to carry, with the reason:
+WEIGHTS = {
+    # two judges flag the key while grading, independently: ~10:1
+    "judge_flag_both": 1.0,
+    # one judge's flag: one opinion given in passing while grading, not asked to audit
+    # the key (an auditor is), so a little below one auditor: ~2.5:1
+    Source.JUDGE_FLAG: 0.4,
+    # one adverse auditor (rule 4: not decisive alone): ~3:1; several adverse but not
+    # independent or not the same verdict: ~5:1
+    Source.SINGLE_AUDITOR_FLAG: 0.5,
+    "auditors_adverse": 0.7,
+    # the cited document is superseded or withdrawn: a fact from the register, ~30:1
+    "superseded_document": 1.5,
+    # another citation check failed (locator, quote, figure): text extraction can miss,
+    # ~5:1
+    Source.SUPERSEDED_CITATION: 0.7,
+    # judge replies stay unparsed: the question may be ungradeable as keyed, ~2:1
+    Source.UNPARSED_REPLIES: 0.3,
+    # an editor added it by hand: a person read the key and doubts it, ~10:1
+    Source.MANUAL: 1.0,
+    # a reader's report: an outside, unvetted opinion, ~3:1 (spam: nothing)
+    Source.REPORTED: 0.5,
+    # the models' evidence when there is no panel figure (items from before issue 27, or
+    # a benchmark the panel could not fit): majority of answers or consensus ~10:1,
+    # the strongest half's answers or strong models marked down ~5:1
+    Source.CONSENSUS_AGAINST_KEY: 1.0,
+    "responses_majority": 1.0,
+    Source.RESPONSES_AGREE_AGAINST_KEY: 0.7,
+    Source.MODELS_AGAINST_KEY: 0.7,
 }
-#: Base for a kind this module does not know (another detector's): counted, never dropped.
-DEFAULT_BASE = 100
-_EXTRA = {
-    Source.CONSENSUS_AGAINST_KEY: 100,  # x share of models at the lowest grade
-    Source.MODELS_AGAINST_KEY: 100,  # x shortfall (0-1 of the scale)
-    Source.RESPONSES_AGREE_AGAINST_KEY: 100,  # a majority of all models; half for the strongest half
-}
+#: The panel siding with the key lowers an item by less than this many bans: the models
+#: learnt from the sources the key was written from (an out-of-date key is what they
+#: repeat), so their agreement is weak evidence against a documentary or a person's
+#: finding; it still orders items whose other evidence is equal (a continuous tie-break).
+PANEL_FOR_KEY_CAP = 0.1
+#: Weight of a kind this module does not know (another detector's): counted, never dropped.
+DEFAULT_WEIGHT = 0.3
+#: Kinds read off the same responses (their answers or their grades): counted once, as
+#: one group. The panel, where present, is that group's figure (it already weighs the
+#: answers and the grades); otherwise the strongest of the others.
+RESPONSE_KINDS = frozenset(
+    {
+        Source.PANEL_AGAINST_KEY,
+        Source.CONSENSUS_AGAINST_KEY,
+        Source.RESPONSES_AGREE_AGAINST_KEY,
+        Source.MODELS_AGAINST_KEY,
+    }
+)
+#: Milli-bans per ban: the stored priority is an integer.
+SCALE = 1000
 
 
 @dataclass(frozen=True)
 class Priority:
     """``points``: the queue order (higher first); ``primary``: the kind worth most;
-    ``reasons``: one sentence, e.g. "2 signals: both judges flagged the key; 4 of 5
+    ``points`` is the weight of evidence in milli-bans (module WEIGHTS); ``reasons``: one sentence, e.g. "2 signals: both judges flagged the key; 4 of 5
     models at the lowest grade while scoring well"."""
 
     points: int
@@ -50,22 +80,34 @@ class Priority:
     reasons: str
 
 
-def _kind_key(kind: str, detail: dict) -> str:
+def _weight_key(kind: str, detail: dict) -> str:
     if kind == Source.JUDGE_FLAG and detail.get("both_judges"):
         return "judge_flag_both"
     if kind == Source.SUPERSEDED_CITATION and detail.get("problem") in ("superseded", "withdrawn"):
         return "superseded_document"
+    if kind == Source.SINGLE_AUDITOR_FLAG and (
+        sum(1 for v in detail.get("verdicts", []) if v.get("verdict") != "correct") > 1
+    ):
+        return "auditors_adverse"
+    if kind == Source.RESPONSES_AGREE_AGAINST_KEY and detail.get("basis") == "majority":
+        return "responses_majority"
     return kind
 
 
-def _strength(kind: str, detail: dict) -> float:
-    if kind == Source.CONSENSUS_AGAINST_KEY:
-        return float(detail.get("share") or 0)
-    if kind == Source.MODELS_AGAINST_KEY:
-        return float(detail.get("shortfall") or 0)
-    if kind == Source.RESPONSES_AGREE_AGAINST_KEY:
-        return 1.0 if detail.get("basis") == "majority" else 0.5
-    return 0.0
+def evidence_weight(kind: str, detail: dict) -> float:
+    """Return one piece of evidence's weight in bans (log10 Bayes factor for "key wrong").
+
+    The panel's is its fitted ``log10_bf`` where positive; a negative one (the models
+    side with the key) is squashed into (-PANEL_FOR_KEY_CAP, 0]; a reader's report marked as spam
+    weighs 0; every other kind its fixed WEIGHTS entry (DEFAULT_WEIGHT when unknown).
+    """
+    detail = detail or {}
+    if kind == Source.PANEL_AGAINST_KEY:
+        bf = float(detail.get("log10_bf") or 0.0)
+        return bf if bf >= 0 else PANEL_FOR_KEY_CAP * bf / (1 - bf)
+    if kind == Source.REPORTED and detail.get("spam"):
+        return 0.0
+    return WEIGHTS.get(_weight_key(kind, detail), DEFAULT_WEIGHT)
 
 
 def evidence_words(kind: str, detail: dict) -> str:
@@ -107,6 +149,8 @@ def evidence_words(kind: str, detail: dict) -> str:
 
         text = describe(detail)
         return text[:1].lower() + text[1:]
+    if kind == Source.PANEL_AGAINST_KEY:
+        return _panel_words(detail)
     if kind == Source.UNPARSED_REPLIES:
         n = detail.get("n_replies", 0)
         return f"{n} judge repl{'y' if n == 1 else 'ies'} still unparsed after re-asking"
@@ -119,32 +163,65 @@ def evidence_words(kind: str, detail: dict) -> str:
     return kind.replace("_", " ")
 
 
-def evidence_priority(evidence: Iterable[tuple[str, dict]]) -> Priority:
-    """Return the priority of an item holding ``evidence`` [(kind, detail)].
+def _panel_words(detail: dict) -> str:
+    p = float(detail.get("p_wrong") or 0)
+    head = f"panel of models: key wrong with probability {p:.2f}"
+    if detail.get("suggested_answer") is not None:
+        n_key = detail.get("n_key", 0)
+        return (
+            f"{head} ({len(detail.get('models', []))} of {detail.get('n_read', '?')} answers "
+            f"read say {detail.get('suggested_answer')}, {n_key} the key's "
+            f"{detail.get('key_answer')})"
+        )
+    if detail.get("basis") == "grades" and "mean_grade" in detail:
+        return (
+            f"{head} (grades of {detail.get('n_graded', '?')} models, mean "
+            f"{detail['mean_grade']:.2f} of the scale)"
+        )
+    if "key_answer" in detail:
+        grades = (
+            f"; grades of {detail.get('n_graded')} models, mean {detail['mean_grade']:.2f} of "
+            "the scale"
+            if "mean_grade" in detail
+            else ""
+        )
+        return (
+            f"{head} ({detail.get('n_key', 0)} of {detail.get('n_read', '?')} answers read "
+            f"give the key's {detail.get('key_answer')}{grades})"
+        )
+    return head
 
-    points = sum over the distinct kinds of evidence of (base + extra x strength), the
-    strongest piece of each kind counting once (a re-run that adds the same kind does not
-    raise the item; a different kind, an independent signal, does). Bases and extras are
-    in this module (_BASE, _EXTRA); strength is the share of models at the lowest grade,
-    the models-against-the-key shortfall, or 1 (majority) / 0.5 (strongest half) for
-    answers agreeing against the key. Reasons list the kinds strongest first. A reader's
-    report marked as spam (detail `spam`) counts for nothing. Empty evidence gives
-    Priority(0, "manual", "no evidence").
+
+def evidence_priority(evidence: Iterable[tuple[str, dict]]) -> Priority:
+    """Return the priority of an item holding ``evidence`` [(kind, detail)], oldest first.
+
+    points = round(SCALE x total weight in bans) (module WEIGHTS, :func:`evidence_weight`):
+    the weights of the distinct kinds add, as independent evidence does in log-odds; the
+    strongest piece of each kind counts once (a re-run that adds the same kind does not
+    raise the item), except the panel, whose latest figure counts (a re-fit replaces the
+    old one). Kinds read off the same responses (RESPONSE_KINDS) are one group: the
+    panel's figure where there is one, else the strongest of them. Reasons list every
+    kind, the heaviest first. A reader's report marked as spam (detail `spam`) counts for
+    nothing. Empty evidence gives Priority(0, "manual", "no evidence").
     """
-    best: dict[str, tuple[int, str, str]] = {}
+    best: dict[str, tuple[float, str, str]] = {}
     for kind, detail in evidence:
         detail = detail or {}
         if kind == Source.REPORTED and detail.get("spam"):
             continue  # a reader's report a reviewer marked as spam is no evidence (issue 22)
-        key = _kind_key(kind, detail)
-        points = _BASE.get(key, DEFAULT_BASE) + round(_EXTRA.get(kind, 0) * _strength(kind, detail))
-        group = Source.JUDGE_FLAG if key == "judge_flag_both" else key
-        if group not in best or points > best[group][0]:
-            best[group] = (points, kind, evidence_words(kind, detail))
+        weight = evidence_weight(kind, detail)
+        if kind == Source.PANEL_AGAINST_KEY or kind not in best or weight > best[kind][0]:
+            best[kind] = (weight, kind, evidence_words(kind, detail))
     if not best:
         return Priority(0, Source.MANUAL, "no evidence")
-    ranked = sorted(best.values(), key=lambda v: (-v[0], v[1]))
-    words = "; ".join(w for _, _, w in ranked)
-    n = len(ranked)
+    shown = sorted(best.values(), key=lambda v: (-v[0], v[1]))
+    response_group = [v for g, v in best.items() if g in RESPONSE_KINDS]
+    if Source.PANEL_AGAINST_KEY in best:
+        response_weight = best[Source.PANEL_AGAINST_KEY][0]
+    else:
+        response_weight = max((v[0] for v in response_group), default=0.0)
+    total = response_weight + sum(v[0] for g, v in best.items() if g not in RESPONSE_KINDS)
+    words = "; ".join(w for _, _, w in shown)
+    n = len(shown)
     reasons = words if n == 1 else f"{n} signals: {words}"
-    return Priority(sum(p for p, _, _ in ranked), ranked[0][1], reasons)
+    return Priority(round(SCALE * total), shown[0][1], reasons)

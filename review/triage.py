@@ -50,7 +50,7 @@ from questions.selectors import (
     scored_entries,
 )
 from review.citation_checks import citation_findings
-from review.detectors.models_against_key import models_against_key_findings
+from review.detectors.panel import panel_findings
 from review.detectors.responses_agree import responses_agree_findings
 from review.detectors.unparsed import unparsed_findings
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
@@ -197,11 +197,13 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
                         (Source.CONSENSUS_AGAINST_KEY, {**consensus, "edition": edition.name})
                     )
 
-    # Issue 17 detectors (review/detectors/): strong models marked down against their
-    # record (needs grades, any judges, any scale); responses agreeing on another answer.
-    qpk_of_id = {qid: pk for pk, qid in labels.items()}
-    for qpk, detail in models_against_key_findings(table, qpk_of_id):
-        items[qpk].append((Source.MODELS_AGAINST_KEY, {**detail, "edition": edition.name}))
+    # Issue 27 detector: the panel of models, weighed by fitted reliability, against the
+    # key (review/detectors/panel.py; answers, grades on any scale, or both).
+    scored_entries_now = {q: e for q, e in entries.items() if q in scored and q not in exclusions}
+    panel_fired, _ = panel_findings(scored_entries_now, table, labels)
+    for qpk, detail in panel_fired:
+        items[qpk].append((Source.PANEL_AGAINST_KEY, {**detail, "edition": edition.name}))
+    # Issue 17 detectors (review/detectors/): responses agreeing on another answer.
     for qpk, detail in responses_agree_findings(entries, scores):
         items[qpk].append((Source.RESPONSES_AGREE_AGAINST_KEY, {**detail, "edition": edition.name}))
     for qpk, detail in unparsed_findings(edition):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from review.priority import evidence_priority
 
 
-def test_points_sum_distinct_kinds_and_words_list_them_strongest_first():
+def test_weights_in_bans_add_and_words_list_them_heaviest_first():
     p = evidence_priority(
         [
             ("judge_flag", {"both_judges": True}),
@@ -13,37 +15,75 @@ def test_points_sum_distinct_kinds_and_words_list_them_strongest_first():
             ("single_auditor_flag", {"verdicts": [{"verdict": "wrong"}, {"verdict": "correct"}]}),
         ]
     )
-    # 450 (both judges) + 300 + 100 x 0.8 (consensus) + 150 (one auditor)
-    assert p.points == 980
-    assert p.primary == "judge_flag"
+    # 1.0 (both judges) + 1.0 (consensus, no panel figure) + 0.5 (one auditor) bans
+    assert p.points == 2500
+    assert p.primary == "consensus_against_key"  # ties at 1.0 ban: by kind name
     assert p.reasons == (
-        "3 signals: both judges flagged the key; 4 of 5 models at the lowest grade while "
-        "scoring well; one auditor adverse"
+        "3 signals: 4 of 5 models at the lowest grade while scoring well; both judges "
+        "flagged the key; one auditor adverse"
     )
 
 
 def test_the_same_kind_twice_counts_once_at_its_strongest():
-    weak = ("models_against_key", {"shortfall": 0.5, "marked_down": [1, 2], "n_strongest": 3})
-    strong = ("models_against_key", {"shortfall": 0.8, "marked_down": [1, 2, 3], "n_strongest": 3})
-    p = evidence_priority([weak, strong])
-    assert p.points == 250 + 80
-    assert p.reasons == (
-        "3 of 3 strongest models marked down against their record (shortfall 0.80)"
+    weak = ("responses_agree_against_key", {"basis": "strongest_half", "models": [1, 2]})
+    strong = ("responses_agree_against_key", {"basis": "majority", "models": [1, 2, 3]})
+    assert evidence_priority([weak, strong]).points == 1000
+    assert evidence_priority([weak]).points == 700
+
+
+PANEL = {"p_wrong": 0.97, "log10_bf": 2.345, "n_read": 7, "n_key": 0, "key_answer": "0",
+         "suggested_answer": "3", "models": [1, 2, 3, 4]}  # fmt: skip
+
+
+def test_the_panel_counts_its_bayes_factor_and_stands_for_the_same_responses():
+    # the panel alone: 2.345 bans -> 2345 milli-bans
+    assert evidence_priority([("panel_against_key", PANEL)]).points == 2345
+    # consensus and the answers are read off the same responses: counted once, the
+    # panel's figure standing for the group; an auditor's verdict adds (+0.5)
+    p = evidence_priority(
+        [
+            ("consensus_against_key", {"share": 1, "models": [1], "n_models": 1}),
+            ("responses_agree_against_key", {"basis": "majority", "models": [1]}),
+            ("panel_against_key", PANEL),
+            ("single_auditor_flag", {"verdicts": [{"verdict": "wrong"}]}),
+        ]
     )
+    assert p.points == 2345 + 500
+    assert p.primary == "panel_against_key"
+    assert p.reasons.startswith(
+        "4 signals: panel of models: key wrong with probability 0.97 (4 of 7 answers read "
+        "say 3, 0 the key's 0); "
+    )
+    # a re-fit's figure replaces the old one (the latest counts, not the largest)
+    later = {**PANEL, "log10_bf": 0.5}
+    assert (
+        evidence_priority([("panel_against_key", PANEL), ("panel_against_key", later)]).points
+        == 500
+    )
+
+
+def test_a_panel_siding_with_the_key_lowers_by_less_than_the_cap():
+    from review.priority import PANEL_FOR_KEY_CAP, evidence_weight
+
+    # -1 ban squashed to 0.1 * -1 / (1 + 1) = -0.05; -9 bans to -0.09
+    assert evidence_weight("panel_against_key", {"log10_bf": -1.0}) == -0.05
+    assert evidence_weight("panel_against_key", {"log10_bf": -9.0}) == pytest.approx(-0.09)
+    assert evidence_weight("panel_against_key", {"log10_bf": -1e9}) > -PANEL_FOR_KEY_CAP
 
 
 def test_queue_order_between_kinds():
     def pts(kind, detail=None):
         return evidence_priority([(kind, detail or {})]).points
 
-    assert pts("judge_flag", {"both_judges": True}) > pts("consensus_against_key", {"share": 1})
-    assert pts("consensus_against_key", {"share": 0.6}) > pts(
-        "models_against_key", {"shortfall": 1}
-    )
-    assert pts("responses_agree_against_key", {"basis": "majority"}) == 300
-    assert pts("responses_agree_against_key", {"basis": "strongest_half"}) == 250
-    assert pts("single_auditor_flag") > pts("judge_flag") > pts("manual")
-    assert pts("some_new_check") == 100  # another detector's kind is counted, not dropped
+    assert pts("superseded_citation", {"problem": "superseded"}) == 1500
+    assert pts("judge_flag", {"both_judges": True}) == pts("manual") == 1000
+    assert pts("superseded_citation", {"problem": "locator_not_found"}) == 700
+    assert pts("responses_agree_against_key", {"basis": "majority"}) == 1000
+    assert pts("responses_agree_against_key", {"basis": "strongest_half"}) == 700
+    # a reader's report is evidence of its own weight, equal to one adverse auditor
+    assert pts("reported") == pts("single_auditor_flag") == 500 > pts("judge_flag") == 400
+    assert pts("reported", {"spam": True}) == 0
+    assert pts("some_new_check") == 300  # another detector's kind is counted, not dropped
 
 
 def test_answers_and_manual_reports_in_words():
@@ -54,9 +94,10 @@ def test_answers_and_manual_reports_in_words():
             ("manual", {"note": "The secretary is Alice, not Cheryl."}),
         ]
     )  # fmt: skip
+    assert p.points == 1000 + 700
     assert p.reasons == (
-        "2 signals: 2 of the 4 strongest models answer Alice, not the key's Cheryl; "
-        "reported by hand: The secretary is Alice, not Cheryl."
+        "2 signals: reported by hand: The secretary is Alice, not Cheryl.; 2 of the 4 "
+        "strongest models answer Alice, not the key's Cheryl"
     )
     assert evidence_priority([]).reasons == "no evidence"
 

@@ -226,7 +226,7 @@ def test_spam_no_longer_ranks_the_item_but_a_real_report_does(public):
     assert not created and real.item_id == spam.item_id
     reader_report_mark_spam(report=spam, user=_user("rev", "reviewer"))
     item = ReviewItem.objects.get(pk=spam.item_id)
-    assert item.priority == 100
+    assert item.priority == 500  # a reader's report: 0.5 ban (review.priority.WEIGHTS)
     assert item.reasons == "reported by a reader: Table 2 was amended in 2023."
     assert spam.evidence.__class__.objects.get(pk=spam.evidence_id).detail["spam"] is True
 

@@ -22,7 +22,8 @@ def test_a_reviewer_raises_an_item_with_the_note_as_evidence_and_it_is_logged(wo
     assert created and item.source == "manual" and item.status == "open"
     ev = Evidence.objects.get(item=item)
     assert (ev.kind, ev.detail) == ("manual", {"note": NOTE, "reported_by": "reviewer"})
-    assert item.priority == 100 and item.reasons == f"reported by hand: {NOTE}"
+    # added by hand: 1 ban = 1000 milli-bans (review.priority.WEIGHTS)
+    assert item.priority == 1000 and item.reasons == f"reported by hand: {NOTE}"
     log = AuditLogEntry.objects.get(action="review_item.create")
     assert log.actor_label == "reviewer" and log.target_label == "demo/Q0002"
 
@@ -99,13 +100,13 @@ def test_queue_add_and_queue_json(world, editor, capsys):
     added = json.loads(capsys.readouterr().out)
     assert added["created"] is True and added["question_id"] == "Q0004"
     review_item_report(question=world.q(1), note="second", user=editor)
-    ReviewItem.objects.filter(question=world.q(1)).update(priority=500)
+    ReviewItem.objects.filter(question=world.q(1)).update(priority=1500)
     call_command("queue", format="json")
     doc = json.loads(capsys.readouterr().out)
     assert doc["benchmark"] == "demo" and doc["edition"] == "original"
     assert [(i["position"], i["question_id"], i["priority"]) for i in doc["items"]] == [
-        (1, "Q0001", 500),
-        (2, "Q0004", 100),
+        (1, "Q0001", 1500),
+        (2, "Q0004", 1000),
     ]
     assert doc["items"][1]["evidence"] == [
         {"kind": "manual", "summary": f"reported by hand: {NOTE}"}

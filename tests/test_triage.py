@@ -96,22 +96,21 @@ def test_consensus_against_key_detector_lists_strong_models(db):
     set_grades(world, 5, 0, models=world.models[:4])
     triage_run(benchmark=world.benchmark)
     item = items_by_question(world)["Q0005"]
-    assert item.source == "consensus_against_key"
     detail = item.evidence.get(kind="consensus_against_key").detail
     assert [m["model"] for m in detail["models"]] == ["m00", "m01", "m02", "m03"]
     # Overall score from agreed grades: 5 questions at 2 and one at 0 -> 10/12 = 83.33%.
     assert detail["models"][0]["overall_score"] == pytest.approx(83.33)
     assert detail["share"] == 0.8
-    # Issue 17: the models-against-the-key detector fires here too (a second piece of
-    # evidence on the same item). Strongest half = 3 of 5: m04 (record 100%, graded 2
-    # here) and m00, m01 (83.33%, expected 1.0 from their other five answers, graded 0).
-    fit = item.evidence.get(kind="models_against_key").detail
-    assert fit["n_strongest"] == 3
-    assert fit["shortfall"] == pytest.approx(2 / 3, abs=1e-3)
-    assert [(m["model"], m["grade"], m["overall_score"]) for m in fit["marked_down"]] == [
-        ("m00", 0.0, 83.33),
-        ("m01", 0.0, 83.33),
-    ]
+    # Issue 27: the panel fires here too (a second piece of evidence on the same item):
+    # four of five graded 0 of the 0-2 scale, m04 graded 2 -> mean normalised grade
+    # (0 * 4 + 1) / 5 = 0.2.
+    panel = item.evidence.get(kind="panel_against_key").detail
+    assert panel["n_graded"] == 5
+    assert panel["mean_grade"] == 0.2
+    assert panel["p_wrong"] > 0.5 and panel["log10_bf"] > 0
+    # the heaviest evidence is the panel's; consensus is read off the same grades, so
+    # the two count once (review.priority.RESPONSE_KINDS)
+    assert item.source == "panel_against_key"
 
 
 def test_consensus_needs_both_judges_and_strong_models(db):
@@ -283,12 +282,12 @@ def test_consensus_against_key_fires_on_a_one_judge_benchmark(db):
     set_grades(world, 5, 0, models=world.models[:4])
     triage_run(benchmark=world.benchmark)
     item = items_by_question(world)["Q0005"]
-    assert item.source == "consensus_against_key"
+    assert item.source == "panel_against_key"
     detail = item.evidence.get(kind="consensus_against_key").detail
     assert [m["model"] for m in detail["models"]] == ["m00", "m01", "m02", "m03"]
     assert [m["overall_score"] for m in detail["models"]] == [83.33] * 4
-    # Issue 17: one judge is enough for the models-against-the-key detector as well.
-    assert item.evidence.filter(kind="models_against_key").count() == 1
+    # Issue 27: one judge is enough for the panel as well (0/1-type grades of one judge).
+    assert item.evidence.filter(kind="panel_against_key").count() == 1
     assert detail["share"] == 0.8 and detail["n_models"] == 5
     board = leaderboard_scores(world.original)
     assert board["m00"] == pytest.approx(100 * 10 / 12)
