@@ -5,7 +5,7 @@ Dawid-Skene model with a Rasch difficulty per question, the key as one more anno
 method and sources in its docstring). This module only builds its inputs:
 
 - answers: each response's final answer and the key's, read by
-  scoring.judges.answers.final_answer (the key strictly, each response for the key's kind
+  scoring.judges.answers.read_key_and_responses (the key strictly, each response for the key's kind
   and unit) and grouped by ``Answer.same_as``; an answer that is unread or ambiguous is no
   label (it is never a disagreement);
 - grades: the leaderboard's grade table (scoring.selectors.load_edition_grades, this
@@ -30,27 +30,28 @@ import numpy as np
 from questions.models import Response
 from scoring.engine import GradeTable
 from scoring.engine.panel_fit import PanelData, PanelFit, fit_panel, normalised_grades
-from scoring.judges.answers import final_answer
+from scoring.judges.answers import read_key_and_responses
 
 #: Fires above this posterior probability that the key is wrong (module docstring).
 FIRE_P_WRONG = 0.5
 
 
 def _is_read(answer: Any) -> bool:
-    # final_answer gives None (or, with the unread state, a falsy Answer) when it cannot
-    # read; an ambiguous reading names other candidates too and is no label either.
+    # an unread Answer is falsy; an ambiguous reading names other candidates too and is
+    # no label either.
     return bool(answer) and not getattr(answer, "ambiguous", False)
 
 
 def _read(question: str, key_text: str, responses: Mapping[str, str]):
     """Return (key Answer or None, [representative Answer per label], {model: label})."""
-    key = final_answer(key_text, question=question, strict=True)
+    key, readings = read_key_and_responses(
+        key_text, dict(sorted(responses.items())), question=question
+    )
     if not _is_read(key):
         return None, [], {}
     groups = [key]
     labels: dict[str, int] = {}
-    for model, text in sorted(responses.items()):
-        ans = final_answer(text, question=question, kind=key.kind, unit=key.unit)
+    for model, ans in readings.items():
         if not _is_read(ans):
             continue
         for i, rep in enumerate(groups):

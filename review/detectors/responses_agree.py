@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from questions.models import Response
-from scoring.judges.answers import Answer, final_answer
+from scoring.judges.answers import Answer, read_key_and_responses
 
 MIN_AGREEING = 2
 
@@ -70,16 +70,11 @@ def responses_agree_detail(
     is unread or ambiguous (the evidence could not say what the key says); unread and
     ambiguous responses count for neither side.
     """
-    key = final_answer(key_answer, question=question, strict=True)
+    key, readings = read_key_and_responses(
+        key_answer, dict(sorted(responses.items())), question=question
+    )
     if not key.is_read or key.ambiguous or not responses:
         return None
-    key_is_str = key.kind == "literal" and str(key.value)[:1] in "'\""
-    readings = {
-        m: final_answer(
-            text, question=question, kind=key.kind, unit=key.unit, key_is_str=key_is_str
-        )
-        for m, text in sorted(responses.items())
-    }
     read = {m: a for m, a in readings.items() if a.is_read and not a.ambiguous}
     basis, n_strongest = None, None
     answer, models, _ = _largest_group(list(read.items()))

@@ -48,6 +48,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -812,6 +813,28 @@ def final_answer(
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown answer kind {kind!r}")
     return _final_answer(text or "", question or "", kind, unit, strict, key_is_str)
+
+
+def read_key_and_responses(
+    key_text: str, responses: Mapping[str, str], *, question: str
+) -> tuple[Answer, dict[str, Answer]]:
+    """Read a key strictly and each response the same way as the key: the one recipe.
+
+    Returns (the key's Answer, {response id: Answer}); the responses are read only when the
+    key is read (an empty mapping otherwise), each with the key's kind and unit and, for a
+    string literal key, ``key_is_str``. Every detector that compares answers with the key
+    calls this, so the same (cached) readings serve them all. Never raises for any text.
+    """
+    key = final_answer(key_text, question=question, strict=True)
+    if not key.is_read:
+        return key, {}
+    key_is_str = key.kind == "literal" and str(key.value)[:1] in "'\""
+    return key, {
+        rid: final_answer(
+            text, question=question, kind=key.kind, unit=key.unit, key_is_str=key_is_str
+        )
+        for rid, text in responses.items()
+    }
 
 
 @lru_cache(maxsize=65536)
