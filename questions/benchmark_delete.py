@@ -124,6 +124,10 @@ def delete_benchmark(benchmark: Benchmark, *, actor: Any = None) -> dict[str, in
     with transaction.atomic():
         if connection.vendor == "postgresql":
             _check_owner(tables)
+            # Checked per statement (children go first, so each holds): a deferred check
+            # left pending would make ALTER TABLE ... ENABLE TRIGGER fail at the end.
+            with connection.cursor() as cursor:
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         triggers = _user_triggers(tables)
         qn = connection.ops.quote_name
         with connection.cursor() as cursor:

@@ -20,9 +20,10 @@ transaction set the marker `snaglist.reask_unparsed` to `on` (SET LOCAL, through
 marker is a constant in code, never a value read from a bundle or a reply; it guards against
 an accidental ORM update, while (1) and (2) are what bind a role that could run any SQL.
 Each such update writes an audit-log entry (action `grade.reask`) from the trigger itself,
-so no path changes a grade without one. Every DELETE by such a role is refused. The table's
-owner and superusers pass (test fixtures, `delete_benchmark`): they could DISABLE the
-trigger anyway (docs/admin.md, "The database role").
+so no path changes a grade without one (whoever runs it). Every other UPDATE and every
+DELETE by such a role is refused. The table's owner and superusers pass (test fixtures;
+`delete_benchmark` switches the trigger off anyway): they could DISABLE it in any case
+(docs/admin.md, "The database role").
 """
 
 from __future__ import annotations
@@ -128,13 +129,6 @@ $$;
 CREATE OR REPLACE FUNCTION {s}.snaglist_protect_grade() RETURNS trigger
 LANGUAGE plpgsql {fixed} AS $$
 BEGIN
-    IF pg_catalog.pg_has_role(current_user, (
-        SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = TG_RELID
-    ), 'USAGE') THEN
-        -- the owner or a superuser: it could disable this trigger anyway
-        IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
-        RETURN NEW;
-    END IF;
     IF TG_OP = 'UPDATE' AND OLD.grade IS NULL
        AND NEW.response_id = OLD.response_id AND NEW.judge_id = OLD.judge_id
        AND NEW.key_entry_id = OLD.key_entry_id AND NEW.prompt_version = OLD.prompt_version
@@ -150,6 +144,13 @@ BEGIN
                pg_catalog.now()
         FROM {s}.scoring_judge j JOIN {s}.questions_benchmark b ON b.id = j.benchmark_id
         WHERE j.id = OLD.judge_id;
+        RETURN NEW;
+    END IF;
+    IF pg_catalog.pg_has_role(current_user, (
+        SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = TG_RELID
+    ), 'USAGE') THEN
+        -- the owner or a superuser: it could disable this trigger anyway
+        IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
         RETURN NEW;
     END IF;
     RAISE EXCEPTION 'grade % is settled: % refused (only an unparsed grade is replaced, by asking its judge again)', OLD.id, TG_OP

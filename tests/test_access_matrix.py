@@ -515,6 +515,8 @@ ADMIN_RULES: list[tuple[str, tuple[str, str]]] = [
     (rf"admin:{VIEW_ONLY}_change$", ("200", "403")),
     (r"admin:questions_keyedition_delete$", ("403", "403")),  # published: read-only
     (r"admin:questions_question_delete$", ("403", "403")),  # under a published key (rule 7)
+    # a benchmark with a published edition: back to its change page, naming delete_benchmark
+    (r"admin:questions_benchmark_delete$", ("302", "302")),
     (r"admin:questions_keyedition_change$", ("200", "403")),
     # a keyed question has no editable field left: the save changes nothing (rule 7)
     (r"admin:questions_question_change$", ("200", "302")),

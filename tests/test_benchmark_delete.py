@@ -73,6 +73,7 @@ def test_the_command_deletes_everything_of_the_benchmark_and_nothing_else(scene)
     assert KeyEdition.objects.filter(benchmark=demo, status="published").exists()
     others = counts_of(other.edition.benchmark_id)
     out = io.StringIO()
+    sql("SET CONSTRAINTS ALL DEFERRED")  # as in a fresh transaction (Django's are deferred)
     with CaptureQueriesContext(connection) as queries:
         call_command("delete_benchmark", "--benchmark", BENCHMARK, "--yes", stdout=out)
     assert not Benchmark.objects.filter(pk=demo.pk).exists()
@@ -168,3 +169,24 @@ def test_the_admin_still_deletes_a_benchmark_with_nothing_published(admin_client
     assert page.status_code == 200
     admin_client.post(f"/admin/questions/benchmark/{empty.pk}/delete/", {"post": "yes"})
     assert not Benchmark.objects.filter(pk=empty.pk).exists()
+
+
+@pytest.mark.sqlite  # SQLite: the triggers are dropped and re-created from their stored SQL
+def test_the_command_deletes_a_published_benchmark_and_the_triggers_come_back(db):
+    gone, kept = KeyEntryFactory(), KeyEntryFactory()
+    for entry in (gone, kept):
+        GradeFactory(
+            response=ResponseFactory(question=entry.question),
+            judge=JudgeFactory(benchmark=entry.edition.benchmark),
+            key_entry=entry,
+        )
+        publish(entry.edition)
+    name = gone.edition.benchmark.name
+    call_command("delete_benchmark", "--benchmark", name, "--yes", stdout=io.StringIO())
+    assert not Benchmark.objects.filter(name=name).exists()
+    assert set(counts_of(gone.edition.benchmark_id).values()) == {0}
+    assert counts_of(kept.edition.benchmark_id)["scoring_grade"] == 1
+    with pytest.raises(DatabaseError, match="immutable"):
+        with transaction.atomic():
+            KeyEntry.objects.filter(pk=kept.pk).update(answer="changed")
+    assert AuditLogEntry.objects.get(action="benchmark.delete").before["scoring_grade"] == 1

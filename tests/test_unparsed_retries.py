@@ -84,3 +84,38 @@ def test_replies_with_asks_left_are_not_evidence(
     run_once(corrected, data.judges[:1], django_capture_on_commit_callbacks)
     triage_run(benchmark=data.benchmark, edition=corrected)
     assert not ReviewItem.objects.filter(sources__contains=["unparsed_replies"]).exists()
+
+
+def test_as_the_app_role_the_re_ask_replaces_the_grade_and_logs_it(
+    data, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Issue 26: the grade trigger lets the re-ask through (its marker) and audits each pair."""
+    from django.core.management import call_command
+    from django.db import connection
+
+    from core.models import AuditLogEntry
+
+    backend = CountingBackend(unparsed=True)
+    monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
+    corrected = publish_correction(data)
+    judge = data.judges[:1]
+    run_once(corrected, judge, django_capture_on_commit_callbacks)
+    entry = corrected.entries.get()
+    nulls = set(Grade.objects.filter(key_entry=entry).values_list("pk", flat=True))
+    assert len(nulls) == 3
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE ROLE snaglist_reask26_test_app NOLOGIN")
+        call_command("grant_app_role", "snaglist_reask26_test_app", verbosity=0)
+        cursor.execute("SET LOCAL ROLE snaglist_reask26_test_app")
+    backend.unparsed = False
+    second = run_once(corrected, judge, django_capture_on_commit_callbacks)
+    with connection.cursor() as cursor:
+        cursor.execute("RESET ROLE")
+    assert (second.graded, second.unparsed) == (3, 0)
+    grades = Grade.objects.filter(key_entry=entry)
+    assert set(grades.values_list("pk", flat=True)) == nulls  # the same rows, replaced
+    assert None not in set(grades.values_list("grade", flat=True))
+    logged = AuditLogEntry.objects.filter(action="grade.reask")
+    assert sorted(int(e.target_id) for e in logged) == sorted(nulls)
+    assert {e.after["run"] for e in logged} == {second.pk}
+    assert {e.benchmark_name for e in logged} == {data.benchmark.name}
