@@ -443,12 +443,32 @@ def run(args: argparse.Namespace) -> dict:
     }
 
 
+PREAMBLE = (
+    "`bench/bench_chaos.py` (issue 26 item 3): a real Celery worker (`-P threads -c 4`) and "
+    "Celery beat as subprocesses, the bench's own redis-server without persistence, three "
+    "re-scoring runs of two openai judges each (`concurrency` 2) against `tests/judge_server.py` "
+    "at 0.3 s a call; run 3 is created while the worker is down, just before the first Redis "
+    "restart, so its start message is lost. Faults: SIGKILL of the worker 10-20 s after each "
+    "restarted worker first answers a ping (its start takes 20-40 s on the shared machine), "
+    "started again 1 s later; Redis killed and started again at 30 % and 65 % of the window "
+    "(2 s down); `pg_terminate_backend` of the worker's connections at 50 %. No operator "
+    "command. Worker timings shortened for the window: heartbeat 2 s (stalled after 6 s), pair "
+    "leases 12 s, heal_runs every 5 s, re-send backoff capped at 60 s. Goal: every run ends "
+    "within 2 minutes of the last fault; calls paid twice only for calls in flight at a kill, "
+    'each named "sent, outcome unknown" in the ledger (before: the ledger counted such calls '
+    "as paid, 614 paid where the server had received 566; and a run whose re-send was lost "
+    "stayed pending for ever)."
+)
+
+
 def render(r: dict) -> str:
     kills = sum(1 for _, f in r["faults"] if f.startswith("SIGKILL"))
     redis = sum(1 for _, f in r["faults"] if f.startswith("Redis"))
     pg = [f for _, f in r["faults"] if f.startswith("pg_")]
     finished = [x for x in r["runs"] if x["status"] == "complete"]
     lines = [
+        PREAMBLE,
+        "",
         f"{r['seconds']:.0f} s of faults, loopback judge at {r['latency']} s a call: "
         f"{kills} SIGKILLs of the worker, {redis} Redis restarts (no persistence), "
         f"{', '.join(pg) or 'no pg_terminate_backend'}; last fault at {r['last_fault']:.0f} s.",
