@@ -36,7 +36,6 @@ calls in flight at a kill, each of them named "sent, outcome unknown" in the led
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import random
 import shutil
@@ -81,7 +80,7 @@ def prepare_database() -> None:
 
 class Loopback:
     """tests/judge_server.py in a process of its own (fork), asked over a pipe for what it
-    received: (model, digest of the request's text, answered?) per request."""
+    received: (model, the response id in the prompt, answered?) per request."""
 
     def __init__(self, latency: float) -> None:
         import multiprocessing
@@ -114,7 +113,7 @@ def _serve(latency: float, conn) -> None:
                 [
                     (
                         r["json"].get("model", ""),
-                        hashlib.sha256(request_text(r["json"]).encode()).hexdigest(),
+                        _response_of(request_text(r["json"])),
                         "replied" in r,
                     )
                     for r in list(server.requests)
@@ -125,6 +124,14 @@ def _serve(latency: float, conn) -> None:
             server.stop()
             conn.send(True)
             return
+
+
+def _response_of(text: str) -> int:
+    """Return the response id make_benchmark wrote into the response's text (0: none)."""
+    import re
+
+    found = re.search(r"\[response (\d+)\]", text)
+    return int(found.group(1)) if found else 0
 
 
 class Supervisor:
@@ -403,6 +410,17 @@ def run(args: argparse.Namespace) -> dict:
     outcomes = Counter(calls.values_list("outcome", flat=True))
     grades, audits = paid_again_calls(calls)
     per_pair = Counter((m, d) for m, d, answered in requests if answered)
+    # each pair the loopback answered more than once against the ledger's rows for it: the
+    # extra answers must each be a call the ledger names "sent, outcome unknown"
+    from scoring.models import Judge
+
+    judge_of = dict(Judge.objects.values_list("model", "pk"))
+    unknown_rows = Counter(
+        calls.filter(outcome__in=("started", "lost")).values_list("judge_id", "response_id")
+    )
+    twice_named = sum(
+        min(n - 1, unknown_rows[(judge_of.get(m), d)]) for (m, d), n in per_pair.items() if n > 1
+    )
     pairs = RunItem.objects.filter(run_id__in=runs).count()
     graded_pairs = Grade.objects.filter(run_id__in=runs).count()
     return {
@@ -417,11 +435,30 @@ def run(args: argparse.Namespace) -> dict:
         "answered": sum(1 for _, _, a in requests if a),
         "loopback_pairs": len(per_pair),
         "loopback_twice": sum(n - 1 for n in per_pair.values() if n > 1),
+        "twice_named_unknown": twice_named,
         "ledger": dict(outcomes),
         "ledger_paid": outcomes.get("ok", 0),
         "ledger_unknown": outcomes.get("started", 0) + outcomes.get("lost", 0),
         "ledger_twice": grades.count() + audits.count(),
     }
+
+
+PREAMBLE = (
+    "`bench/bench_chaos.py` (issue 26 item 3): a real Celery worker (`-P threads -c 4`) and "
+    "Celery beat as subprocesses, the bench's own redis-server without persistence, three "
+    "re-scoring runs of two openai judges each (`concurrency` 2) against `tests/judge_server.py` "
+    "at 0.3 s a call; run 3 is created while the worker is down, just before the first Redis "
+    "restart, so its start message is lost. Faults: SIGKILL of the worker 10-20 s after each "
+    "restarted worker first answers a ping (its start takes 20-40 s on the shared machine), "
+    "started again 1 s later; Redis killed and started again at 30 % and 65 % of the window "
+    "(2 s down); `pg_terminate_backend` of the worker's connections at 50 %. No operator "
+    "command. Worker timings shortened for the window: heartbeat 2 s (stalled after 6 s), pair "
+    "leases 12 s, heal_runs every 5 s, re-send backoff capped at 60 s. Goal: every run ends "
+    "within 2 minutes of the last fault; calls paid twice only for calls in flight at a kill, "
+    'each named "sent, outcome unknown" in the ledger (before: the ledger counted such calls '
+    "as paid, 614 paid where the server had received 566; and a run whose re-send was lost "
+    "stayed pending for ever)."
+)
 
 
 def render(r: dict) -> str:
@@ -430,6 +467,8 @@ def render(r: dict) -> str:
     pg = [f for _, f in r["faults"] if f.startswith("pg_")]
     finished = [x for x in r["runs"] if x["status"] == "complete"]
     lines = [
+        PREAMBLE,
+        "",
         f"{r['seconds']:.0f} s of faults, loopback judge at {r['latency']} s a call: "
         f"{kills} SIGKILLs of the worker, {redis} Redis restarts (no persistence), "
         f"{', '.join(pg) or 'no pg_terminate_backend'}; last fault at {r['last_fault']:.0f} s.",
@@ -454,11 +493,14 @@ def render(r: dict) -> str:
         f"{r['graded_once']} grades for {r['pairs']} pairs (one grade per pair: a unique "
         f"constraint). Loopback: {r['received']} calls received, {r['answered']} answered, for "
         f"{r['loopback_pairs']} pairs; paid twice (a pair answered more than once): "
-        f"{r['loopback_twice']}. Ledger: {r['ledger_paid']} paid (answered), "
+        f"{r['loopback_twice']}, of which {r['twice_named_unknown']} are, pair by pair, calls "
+        f"the ledger names sent, outcome unknown. Ledger: {r['ledger_paid']} paid (answered), "
         f"{r['ledger_unknown']} sent, outcome unknown ({r['ledger']}); paid twice by the "
         f"ledger's count: {r['ledger_twice']}. Answered by the loopback but not paid in the "
-        f"ledger: {r['answered'] - r['ledger_paid']} (each one of the "
-        f"{r['ledger_unknown']} sent, outcome unknown).",
+        f"ledger: {r['answered'] - r['ledger_paid']}; the other "
+        f"{r['ledger_unknown'] - (r['answered'] - r['ledger_paid'])} calls sent, outcome unknown "
+        f"never got an answer to the worker (killed before the request left, or before the "
+        f"reply came).",
     ]
     return "\n".join(lines)
 
