@@ -35,16 +35,14 @@ from questions.models import Benchmark, KeyEdition, Question
 from review.errors import InvalidInputError, RateLimitedError
 from review.services import reader_report_create
 from scoring.board_views import (
-    REASON_LABELS,
     board_page_context,
     edition_navigation,
     report_for_selection,
+    report_page_context,
     with_default_compare,
 )
 from scoring.report import (
     LEADERBOARD_CSV_FIELDS,
-    banding_sentence,
-    figure_rows,
     report_markdown,
 )
 from scoring.selectors import BANDINGS, board_for_edition
@@ -233,12 +231,7 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
             "nav": "report",
             "doc": doc,
             "error": error,
-            "figures": figure_rows(doc) if doc else [],
-            "banding_sentence": banding_sentence(doc) if doc else "",
-            "grade_change_rows": [
-                {**g, "reason_label": REASON_LABELS.get(g["reason"], g["reason"])}
-                for g in (doc["grade_changes"] if doc else [])
-            ],
+            **report_page_context(doc),
             "md_url": reverse("public:report_md", args=[benchmark]) + "?" + query,
             "json_url": reverse("public:report_json", args=[benchmark]) + "?" + query,
             "leaderboard_url": reverse("public:leaderboard", args=[benchmark])

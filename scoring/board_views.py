@@ -406,6 +406,27 @@ def report_for_selection(sel: dict[str, Any]) -> dict[str, Any]:
         raise Http404(str(exc)) from exc
 
 
+def report_page_context(doc: dict[str, Any] | None) -> dict[str, Any]:
+    """Return the words the report body template needs from a report `doc` (None: no report).
+
+    Shared by the signed-in report and the public site's (issue 30 item 8: the public page
+    read "Grades: ." because it built its own context without the panel's words). Keys:
+    figures, banding_sentence, panel_words, robustness_sentences, grade_change_rows.
+    """
+    return {
+        "figures": figure_rows(doc) if doc else [],
+        "banding_sentence": banding_sentence(doc) if doc else "",
+        "panel_words": panel_words(doc) if doc else "",
+        # The flip count and correction margin sentences, without the Markdown heading.
+        "robustness_sentences": robustness_lines(doc)[3:] if doc else [],
+        # The reason codes of the JSON and Markdown report, in words for the page.
+        "grade_change_rows": [
+            {**g, "reason_label": REASON_LABELS.get(g["reason"], g["reason"])}
+            for g in (doc["grade_changes"] if doc else [])
+        ],
+    }
+
+
 def _report_selection(request: HttpRequest, benchmark: str) -> dict[str, Any]:
     return with_default_compare(_selection(request, benchmark), request.GET)
 
@@ -425,16 +446,7 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
         **sel,
         "doc": doc,
         "error": error,
-        "figures": figure_rows(doc) if doc else [],
-        "banding_sentence": banding_sentence(doc) if doc else "",
-        "panel_words": panel_words(doc) if doc else "",
-        # The flip count and correction margin sentences, without the Markdown heading.
-        "robustness_sentences": robustness_lines(doc)[3:] if doc else [],
-        # The reason codes of the JSON and Markdown report, in words for the page.
-        "grade_change_rows": [
-            {**g, "reason_label": REASON_LABELS.get(g["reason"], g["reason"])}
-            for g in (doc["grade_changes"] if doc else [])
-        ],
+        **report_page_context(doc),
         "md_url": reverse("scoring:report_md", args=[benchmark]) + "?" + query,
         "json_url": reverse("scoring:report_json", args=[benchmark]) + "?" + query,
         "leaderboard_url": reverse("scoring:leaderboard", args=[benchmark])

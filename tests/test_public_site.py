@@ -170,6 +170,20 @@ def test_report_page_links_to_no_private_page(client, public):
     assert "/review/" not in body and "scorecard" not in body.lower()
 
 
+def test_the_public_report_names_the_judges_as_the_signed_in_one_does(client, public):
+    """Issue 30 item 8: the public report read "Grades: ." (no panel words passed)."""
+    import re
+
+    grades = re.compile(r"Grades: ([^<]*?)\. Auditors")
+    public_body = client.get("/public/tiny/report/?edition=corrected-1").content.decode()
+    found = grades.findall(public_body)
+    # tiny's judges j1 and j2 grade at prompt v1 and no panel is set (build_tiny)
+    assert found == ["judges j1@v1, j2@v1 (no judge panel set: every active judge)"], found
+    client.force_login(_admin("report-reader"))
+    signed_in = client.get("/report/tiny/?edition=corrected-1").content.decode()
+    assert grades.findall(signed_in) == found
+
+
 # ----------------------------------------------------------------------------- history
 def test_edition_history_hides_names_unless_the_admin_credits_reviewers(client, public):
     publisher = User.objects.create_user("Jo-Publisher", password="x-very-long-pass-1")
