@@ -19,6 +19,7 @@ from questions.errors import DomainError, NotFoundError
 from questions.models import Benchmark, Category, KeyEdition, KeyEntry
 from questions.selectors import latest_published_edition
 from scoring.engine import compare_leaderboards
+from scoring.render import tier_sentence
 from scoring.report import (
     banding_sentence,
     build_report,
@@ -251,11 +252,16 @@ def _board_context(sel: dict[str, Any]) -> dict[str, Any]:
     prev_band = None
     pairs = {(c["above"], c["below"]): c for c in doc.get("neighbours") or []}
     prev_model = None
+    prev_tier = None
     for m in models:
         m["band_start"] = m["band"] != prev_band
+        m["tier_start"] = m.get("tier") != prev_tier
         # The paired comparison across this band boundary (issue 21), if any.
         m["boundary"] = pairs.get((prev_model, m["model_id"])) if m["band_start"] else None
-        prev_band, prev_model = m["band"], m["model_id"]
+        prev_band, prev_model, prev_tier = m["band"], m["model_id"], m.get("tier")
+    for m in models:  # the bands each tier merges, for its first row ("bands 1-3")
+        members = [o["band"] for o in models if o.get("tier") == m.get("tier")]
+        m["tier_bands"] = (members[0], members[-1]) if m.get("tier") is not None else None
     axis = _interval_svg(models)
     ctx: dict[str, Any] = {
         **sel,
@@ -276,6 +282,7 @@ def _board_context(sel: dict[str, Any]) -> dict[str, Any]:
         "agreement": result.agreement_dict(),
         "pairs": _pairs_for_display(result.agreement_dict()),
         "banding_sentence": banding_sentence(doc),
+        "tier_sentence": tier_sentence(doc),
         "panel_words": panel_words(doc),
         "agreement_pct": None
         if doc["agreement_rate"] is None

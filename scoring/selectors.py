@@ -499,6 +499,7 @@ class BoardResult:
             "banding": self.banding,
             "agreement_rate": None,
             "n_bands": 0,
+            "n_tiers": 0,
             "n_bootstrap": self.n_bootstrap,
             "seed": self.seed,
             "questions_total": self.questions_total,
@@ -651,6 +652,7 @@ def board_for_edition(
                     banding,
                     settings.SNAGLIST_MIN_COUNTED,
                     version,
+                    "tiers",  # rows cached before ModelScore.tier carry no tiers
                 )
             ).encode()
         ).hexdigest()
