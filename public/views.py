@@ -173,6 +173,7 @@ def leaderboard(request: HttpRequest, benchmark: str) -> HttpResponse:
                 "errata_url": reverse("public:errata", args=[benchmark])
                 + f"?edition={sel['edition'].name}",
                 "n_errata": len(errata_for_edition(sel["edition"])),
+                "report_error_url": reverse("public:report_error_choose", args=[benchmark]),
             }
         )
         ctx["nav"] = "leaderboard"
@@ -372,6 +373,36 @@ def erratum(request: HttpRequest, benchmark: str, edition: str, question: str) -
 # ----------------------------------------------------------------------------- reports
 #: Largest request body the report form accepts (bytes): three short fields and a token.
 REPORT_BODY_MAX = 16 * 1024
+
+
+def report_error_choose(request: HttpRequest, benchmark: str) -> HttpResponse:
+    """Let a reader pick the question whose key entry is wrong, then send them to its form.
+
+    GET without ``question``: a page with a list of the benchmark's question ids (no key
+    answers). GET ``?question=<id>``: 303 to that question's report form
+    (`report_error`); an id the benchmark does not have answers 404 with the list again,
+    naming the id. Linked from the leaderboard's comparison and the errata register
+    (issue 30 item 9), so a reader can report a question that has no erratum.
+    """
+    bench = public_benchmark(benchmark)
+    ids = list(
+        Question.objects.filter(benchmark=bench)
+        .order_by("question_id")
+        .values_list("question_id", flat=True)
+    )
+    wanted = (request.GET.get("question") or "").strip()
+    status, unknown = 200, ""
+    if wanted:
+        if wanted in ids:
+            url = reverse("public:report_error", args=[bench.name, wanted])
+            return HttpResponse(status=303, headers={"Location": url})
+        status, unknown = 404, wanted
+    return render(
+        request,
+        "public/report_error_choose.html",
+        {"benchmark": bench, "question_ids": ids, "unknown": unknown, "nav": "errata"},
+        status=status,
+    )
 
 
 def report_error(request: HttpRequest, benchmark: str, question: str) -> HttpResponse:
