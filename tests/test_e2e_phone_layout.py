@@ -3,7 +3,8 @@
 No page is wider than the screen, even with a proposal whose new answer holds a long
 unbroken word (the diff's After column held approvals open to 424 px); public tables say
 "Scroll sideways" (no script there: a sticky line from public.css) at phone width only; on
-the review page the decision panel follows the question, before the cited passage.
+the review page the decision panel follows the question, before the cited passage; the
+queue's first row is on the first screen (its filters two a row).
 Screenshots: test-artifacts/phone-layout/.
 """
 
@@ -72,6 +73,9 @@ def test_no_page_is_wider_than_the_screen(demo, live_server, chromium, width, he
         widths[path] = page.evaluate("document.documentElement.scrollWidth")
         shots.take(page, f"{path} at {width}")
     assert {p: w for p, w in widths.items() if w > width} == {}
+    page.goto(f"{base}/review/?benchmark={BENCHMARK}")
+    first_row = page.locator("#queue-results tbody tr").first.evaluate(TOP)
+    assert first_row < height, first_row  # on the first screen (it began ~1,070 px down)
     page.goto(f"{base}/review/items/{item.pk}/")
     decision = page.locator(".decision-column").evaluate(TOP)
     question = page.locator("#h-question").evaluate(TOP)
