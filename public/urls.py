@@ -51,6 +51,11 @@ urlpatterns = [
         name="erratum",
     ),
     path(
+        "public/<slug:benchmark>/questions/report/",
+        require_safe(views.report_error_choose),
+        name="report_error_choose",
+    ),
+    path(
         "public/<slug:benchmark>/questions/<str:question>/report/",
         require_http_methods(["GET", "HEAD", "POST"])(views.report_error),
         name="report_error",

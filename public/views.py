@@ -35,16 +35,14 @@ from questions.models import Benchmark, KeyEdition, Question
 from review.errors import InvalidInputError, RateLimitedError
 from review.services import reader_report_create
 from scoring.board_views import (
-    REASON_LABELS,
     board_page_context,
     edition_navigation,
     report_for_selection,
+    report_page_context,
     with_default_compare,
 )
 from scoring.report import (
     LEADERBOARD_CSV_FIELDS,
-    banding_sentence,
-    figure_rows,
     report_markdown,
 )
 from scoring.selectors import BANDINGS, board_for_edition
@@ -175,6 +173,7 @@ def leaderboard(request: HttpRequest, benchmark: str) -> HttpResponse:
                 "errata_url": reverse("public:errata", args=[benchmark])
                 + f"?edition={sel['edition'].name}",
                 "n_errata": len(errata_for_edition(sel["edition"])),
+                "report_error_url": reverse("public:report_error_choose", args=[benchmark]),
             }
         )
         ctx["nav"] = "leaderboard"
@@ -233,12 +232,7 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
             "nav": "report",
             "doc": doc,
             "error": error,
-            "figures": figure_rows(doc) if doc else [],
-            "banding_sentence": banding_sentence(doc) if doc else "",
-            "grade_change_rows": [
-                {**g, "reason_label": REASON_LABELS.get(g["reason"], g["reason"])}
-                for g in (doc["grade_changes"] if doc else [])
-            ],
+            **report_page_context(doc),
             "md_url": reverse("public:report_md", args=[benchmark]) + "?" + query,
             "json_url": reverse("public:report_json", args=[benchmark]) + "?" + query,
             "leaderboard_url": reverse("public:leaderboard", args=[benchmark])
@@ -385,6 +379,36 @@ def erratum(request: HttpRequest, benchmark: str, edition: str, question: str) -
 #: which refused 2,000 `≤`, 18,000 bytes url-encoded, though the limit is 2,000
 #: characters: issue 26 part 4.)
 REPORT_BODY_MAX = 12 * sum(f.max_length for f in ReaderReportForm.base_fields.values()) + 2048
+
+
+def report_error_choose(request: HttpRequest, benchmark: str) -> HttpResponse:
+    """Let a reader pick the question whose key entry is wrong, then send them to its form.
+
+    GET without ``question``: a page with a list of the benchmark's question ids (no key
+    answers). GET ``?question=<id>``: 303 to that question's report form
+    (`report_error`); an id the benchmark does not have answers 404 with the list again,
+    naming the id. Linked from the leaderboard's comparison and the errata register
+    (issue 30 item 9), so a reader can report a question that has no erratum.
+    """
+    bench = public_benchmark(benchmark)
+    ids = list(
+        Question.objects.filter(benchmark=bench)
+        .order_by("question_id")
+        .values_list("question_id", flat=True)
+    )
+    wanted = (request.GET.get("question") or "").strip()
+    status, unknown = 200, ""
+    if wanted:
+        if wanted in ids:
+            url = reverse("public:report_error", args=[bench.name, wanted])
+            return HttpResponse(status=303, headers={"Location": url})
+        status, unknown = 404, wanted
+    return render(
+        request,
+        "public/report_error_choose.html",
+        {"benchmark": bench, "question_ids": ids, "unknown": unknown, "nav": "errata"},
+        status=status,
+    )
 
 
 def report_error(request: HttpRequest, benchmark: str, question: str) -> HttpResponse:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import model_ngettext
 
 from questions.models import (
     AuditExclusion,
@@ -42,7 +43,12 @@ class ViewOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Benchmark)
 class BenchmarkAdmin(admin.ModelAdmin):
-    """Benchmarks; the public switch is changed only by the actions, which log it (issue 22)."""
+    """Benchmarks; the public switch is changed only by the actions, which log it (issue 22).
+
+    The list offers no bulk delete: removing a benchmark takes its questions, responses
+    and published editions with it, so it is not an action beside the public-site ones
+    (issue 30 item 16).
+    """
 
     list_display = ["name", "version", "is_public", "credit_reviewers", "created_at"]
     search_fields = ["name", "description"]
@@ -92,7 +98,8 @@ class BenchmarkAdmin(admin.ModelAdmin):
             except PermissionError as exc:
                 self.message_user(request, str(exc), level=messages.ERROR)
                 return
-        self.message_user(request, f"{queryset.count()} benchmark(s) updated.")
+        n = queryset.count()
+        self.message_user(request, f"{n} {model_ngettext(queryset, n)} updated.")
 
     @admin.action(description="Publish the results site (names of people hidden)")
     def make_public(self, request: Any, queryset: Any) -> None:

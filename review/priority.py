@@ -7,6 +7,7 @@ result on the item (``priority`` and ``reasons``).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -156,10 +157,10 @@ def evidence_words(kind: str, detail: dict) -> str:
         return f"{n} judge repl{'y' if n == 1 else 'ies'} still unparsed after re-asking"
     if kind == Source.MANUAL:
         note = str(detail.get("note") or "").strip()
-        return f"reported by hand: {note[:80]}" if note else "reported by hand"
+        return f"reported by hand: {note_excerpt(note)}" if note else "reported by hand"
     if kind == Source.REPORTED:
         note = str(detail.get("note") or "").strip()
-        return f"reported by a reader: {note[:80]}" if note else "reported by a reader"
+        return f"reported by a reader: {note_excerpt(note)}" if note else "reported by a reader"
     return kind.replace("_", " ")
 
 
@@ -190,6 +191,25 @@ def _panel_words(detail: dict) -> str:
             f"give the key's {detail.get('key_answer')}{grades})"
         )
     return head
+
+
+#: The longest excerpt of a report's note in the queue's reasons, in characters.
+NOTE_EXCERPT = 80
+
+
+def note_excerpt(note: str, width: int = NOTE_EXCERPT) -> str:
+    """Return `note` cut to at most `width` characters at a word boundary, ending " …".
+
+    Whitespace runs become one space (``textwrap.shorten``). A note whose first word is
+    itself longer than `width` is cut inside it (Django's ``Truncator.chars``), so the
+    excerpt is never empty. Issue 30 item 9: the queue read "...5.8(a) says t".
+    """
+    cut = textwrap.shorten(note, width=width, placeholder=" …")
+    if cut == "…" or cut == " …":
+        from django.utils.text import Truncator
+
+        return Truncator(" ".join(note.split())).chars(width)
+    return cut
 
 
 def evidence_priority(evidence: Iterable[tuple[str, dict]]) -> Priority:

@@ -19,6 +19,7 @@ from questions.errors import DomainError, NotFoundError
 from questions.models import Benchmark, Category, KeyEdition, KeyEntry
 from questions.selectors import latest_published_edition
 from scoring.engine import compare_leaderboards
+from scoring.render import tier_sentence
 from scoring.report import (
     banding_sentence,
     build_report,
@@ -251,11 +252,16 @@ def _board_context(sel: dict[str, Any]) -> dict[str, Any]:
     prev_band = None
     pairs = {(c["above"], c["below"]): c for c in doc.get("neighbours") or []}
     prev_model = None
+    prev_tier = None
     for m in models:
         m["band_start"] = m["band"] != prev_band
+        m["tier_start"] = m.get("tier") != prev_tier
         # The paired comparison across this band boundary (issue 21), if any.
         m["boundary"] = pairs.get((prev_model, m["model_id"])) if m["band_start"] else None
-        prev_band, prev_model = m["band"], m["model_id"]
+        prev_band, prev_model, prev_tier = m["band"], m["model_id"], m.get("tier")
+    for m in models:  # the bands each tier merges, for its first row ("bands 1-3")
+        members = [o["band"] for o in models if o.get("tier") == m.get("tier")]
+        m["tier_bands"] = (members[0], members[-1]) if m.get("tier") is not None else None
     axis = _interval_svg(models)
     ctx: dict[str, Any] = {
         **sel,
@@ -276,6 +282,7 @@ def _board_context(sel: dict[str, Any]) -> dict[str, Any]:
         "agreement": result.agreement_dict(),
         "pairs": _pairs_for_display(result.agreement_dict()),
         "banding_sentence": banding_sentence(doc),
+        "tier_sentence": tier_sentence(doc),
         "panel_words": panel_words(doc),
         "agreement_pct": None
         if doc["agreement_rate"] is None
@@ -402,6 +409,27 @@ def report_for_selection(sel: dict[str, Any]) -> dict[str, Any]:
         raise Http404(str(exc)) from exc
 
 
+def report_page_context(doc: dict[str, Any] | None) -> dict[str, Any]:
+    """Return the words the report body template needs from a report `doc` (None: no report).
+
+    Shared by the signed-in report and the public site's (issue 30 item 8: the public page
+    read "Grades: ." because it built its own context without the panel's words). Keys:
+    figures, banding_sentence, panel_words, robustness_sentences, grade_change_rows.
+    """
+    return {
+        "figures": figure_rows(doc) if doc else [],
+        "banding_sentence": banding_sentence(doc) if doc else "",
+        "panel_words": panel_words(doc) if doc else "",
+        # The flip count and correction margin sentences, without the Markdown heading.
+        "robustness_sentences": robustness_lines(doc)[3:] if doc else [],
+        # The reason codes of the JSON and Markdown report, in words for the page.
+        "grade_change_rows": [
+            {**g, "reason_label": REASON_LABELS.get(g["reason"], g["reason"])}
+            for g in (doc["grade_changes"] if doc else [])
+        ],
+    }
+
+
 def _report_selection(request: HttpRequest, benchmark: str) -> dict[str, Any]:
     return with_default_compare(_selection(request, benchmark), request.GET)
 
@@ -421,16 +449,7 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
         **sel,
         "doc": doc,
         "error": error,
-        "figures": figure_rows(doc) if doc else [],
-        "banding_sentence": banding_sentence(doc) if doc else "",
-        "panel_words": panel_words(doc) if doc else "",
-        # The flip count and correction margin sentences, without the Markdown heading.
-        "robustness_sentences": robustness_lines(doc)[3:] if doc else [],
-        # The reason codes of the JSON and Markdown report, in words for the page.
-        "grade_change_rows": [
-            {**g, "reason_label": REASON_LABELS.get(g["reason"], g["reason"])}
-            for g in (doc["grade_changes"] if doc else [])
-        ],
+        **report_page_context(doc),
         "md_url": reverse("scoring:report_md", args=[benchmark]) + "?" + query,
         "json_url": reverse("scoring:report_json", args=[benchmark]) + "?" + query,
         "leaderboard_url": reverse("scoring:leaderboard", args=[benchmark])

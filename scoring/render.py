@@ -69,6 +69,41 @@ def banding_sentence(doc: dict[str, Any]) -> str:
     return sentence
 
 
+def tier_sentence(doc: dict[str, Any]) -> str:
+    """Say in words which order of the models the data establish (issue 30 item 10).
+
+    Reads the leaderboard `doc`'s ``models`` (``tier``, ``band``, ``model_id``, in display
+    order) and ``n_tiers``: the tiers of ``scoring.engine.bands.established_tiers``, bands
+    merged where the paired comparison does not support the boundary.  "" without
+    scored models.  Used by the signed-in board and the public site alike.
+    """
+    scored = [m for m in doc.get("models") or [] if m.get("tier") is not None]
+    if not scored:
+        return ""
+    n_tiers = doc.get("n_tiers") or len({m["tier"] for m in scored})
+    n_bands = len({m["band"] for m in scored})
+    if n_tiers == 1:
+        return (
+            f"Established order: none. The data do not support any of the {n_bands - 1} "
+            f"band boundar{'y' if n_bands == 2 else 'ies'}, so all {len(scored)} models are "
+            "shown as one tier; their order within it is not established."
+            if n_bands > 1
+            else f"Established order: none. All {len(scored)} models are in one band."
+        )
+    tiers: dict[int, list[str]] = {}
+    for m in scored:
+        tiers.setdefault(m["tier"], []).append(str(m["model_id"]))
+    parts = [
+        f"tier {t} ({', '.join(names) if len(names) <= 3 else f'{len(names)} models'})"
+        for t, names in tiers.items()
+    ]
+    return (
+        "Established order: " + " above ".join(parts) + ". Bands whose boundary the paired "
+        "comparison does not support are shown as one tier; within a tier the order is not "
+        "established."
+    )
+
+
 LEADERBOARD_CSV_FIELDS = (
     "band",
     "rank",

@@ -505,6 +505,7 @@ class BoardResult:
             "banding": self.banding,
             "agreement_rate": None,
             "n_bands": 0,
+            "n_tiers": 0,
             "n_bootstrap": self.n_bootstrap,
             "seed": self.seed,
             "questions_total": self.questions_total,
@@ -657,6 +658,7 @@ def board_for_edition(
                     banding,
                     settings.SNAGLIST_MIN_COUNTED,
                     version,
+                    "tiers",  # rows cached before ModelScore.tier carry no tiers
                 )
             ).encode()
         ).hexdigest()

@@ -43,3 +43,36 @@ def test_leaderboard_page_badges_few_counted_models(tiny, client):
     client.force_login(UserFactory(username="reader"))
     page = client.get("/leaderboard/tiny/?edition=original").content.decode()
     assert page.count(">few counted</span>") == 2
+
+
+def test_the_board_and_the_public_site_show_one_tier_where_no_boundary_is_supported(tiny, client):
+    """Issue 30 item 10: two bands, their boundary untested (2 paired questions): one tier,
+    said in words, on the signed-in board and the public site from the same context."""
+    from django.contrib.auth.models import Group, User
+
+    from questions.models import Benchmark
+    from questions.services import benchmark_publicity_set
+
+    doc = run_json("leaderboard", "--edition", "original", "--no-cache")
+    assert doc["n_bands"] == 2 and doc["n_tiers"] == 1
+    assert [m["tier"] for m in doc["models"]] == [1, 1]
+    sentence = (
+        "Established order: none. The data do not support any of the 1 band boundary, so "
+        "all 2 models are shown as one tier; their order within it is not established."
+    )
+    admin = User.objects.create_user("site-admin", password="x-very-long-pass-1")
+    admin.groups.add(Group.objects.get_or_create(name="admin")[0])
+    benchmark_publicity_set(
+        benchmark=Benchmark.objects.get(name="tiny"),
+        user=admin,
+        public=True,
+        credit_reviewers=False,
+    )
+    public = client.get("/public/tiny/?edition=original").content.decode()
+    client.force_login(UserFactory(username="reader"))
+    board = client.get("/leaderboard/tiny/?edition=original").content.decode()
+    for page in (board, public):
+        assert sentence in page
+        assert "<dt>Tiers</dt><dd>1 " in page
+        assert page.count('<td class="num tier"><strong>') == 1  # one tier heading
+        assert '<span class="muted small tier-bands">bands 1–2</span>' in page

@@ -151,3 +151,79 @@ def test_flip_count_by_hand():
     few = _flip({"A": [1.0], "B": [0.5]})
     assert few["flip_count"] is None
     assert few["cannot_compute"] == "2 scored models: no model outside the top 3"
+
+
+# ---------------------------------------------------- tiers (issue 30 item 10)
+def test_tiers_merge_bands_across_unsupported_shared_and_few_counted_boundaries():
+    from scoring.engine.bands import established_tiers
+
+    order = ["A", "B", "C", "D", "E", "F"]
+    bands = {"A": 1, "B": 2, "C": 3, "D": 3, "E": 4, "F": 5}
+    ranks = {"A": 1, "B": 2, "C": 3, "D": 4, "E": 5, "F": 6}
+    supported = {
+        ("A", "B"): True,  # a supported band boundary: new tier
+        ("B", "C"): False,  # not supported: bands 2 and 3 are one tier
+        ("C", "D"): True,  # same band: a tier never splits a band
+        ("D", "E"): None,  # not tested: merged
+        ("E", "F"): True,
+    }
+    assert established_tiers(order, bands, ranks, supported) == {
+        "A": 1,
+        "B": 2,
+        "C": 2,
+        "D": 2,
+        "E": 2,
+        "F": 3,
+    }
+    # a shared rank across a supported boundary keeps the two in one tier
+    shared = {**ranks, "B": 1}
+    assert established_tiers(order, bands, shared, supported)["B"] == 1
+    # a few-counted model never stands alone: F joins E's tier, A joins B's
+    tiers = established_tiers(order, bands, ranks, supported, {"F", "A"})
+    assert tiers == {"A": 1, "B": 1, "C": 1, "D": 1, "E": 1, "F": 1}
+    assert established_tiers([], {}, {}, {}) == {}
+
+
+def test_the_leaderboard_tiers_follow_the_paired_comparison():
+    # 40 questions. H answers all right; G the same but one question half right (1.25
+    # points lower: a band of its own at gap 1.0, but one question cannot support it);
+    # N gets half marks everywhere (50 points below: supported).
+    top = [2] * 40
+    board = compute_leaderboard(
+        _table({"H": top, "G": [1] + [2] * 39, "N": [1] * 40}),
+        n_bootstrap=400,
+        seed=0,
+        min_counted=30,
+    )
+    rows = {m.model_id: m for m in board.models}
+    assert (rows["H"].score, rows["G"].score, rows["N"].score) == (100.0, 98.75, 50.0)
+    assert (rows["H"].band, rows["G"].band, rows["N"].band) == (1, 1, 2)
+    # the 1.25-point gap is under 1.5: H and G share band 1; N's boundary is supported
+    assert (rows["H"].tier, rows["G"].tier, rows["N"].tier) == (1, 1, 2)
+    assert board.n_tiers == 2 and board.to_dict()["n_tiers"] == 2
+    narrow = board.with_banding("gap", band_gap=1.0)
+    rows = {m.model_id: m for m in narrow.models}
+    assert (rows["H"].band, rows["G"].band, rows["N"].band) == (1, 2, 3)
+    # H-G differ on one question of 40: the paired bootstrap's lower end is 0, not above
+    assert [c.supported for c in narrow.neighbours] == [False, True]
+    assert (rows["H"].tier, rows["G"].tier, rows["N"].tier) == (1, 1, 2)
+    assert narrow.n_tiers == 2 and narrow.n_bands == 3
+
+
+def test_a_few_counted_leader_does_not_head_a_tier_alone():
+    base = [2, 1, 1, 2, 1, 2, 1, 1, 2, 1] * 4
+    board = compute_leaderboard(
+        _table({"L": [2] + [None] * 39, "M": base, "N": [0] * 40}),
+        n_bootstrap=300,
+        seed=0,
+        min_counted=30,
+    )
+    rows = {m.model_id: m for m in board.models}
+    assert rows["L"].band == 1 and rows["M"].band == 2  # 100 vs 60: rule 9 cuts them
+    assert rows["L"].tier == rows["M"].tier == 1
+    assert rows["N"].tier == 2
+    # every shared rank lies within one tier
+    by_rank: dict[str, set] = {}
+    for m in board.models:
+        by_rank.setdefault(m.rank, set()).add(m.tier)
+    assert all(len(t) == 1 for t in by_rank.values()), by_rank

@@ -126,3 +126,22 @@ def test_citation_problems_read_as_words_in_the_queue_not_as_codes():
     assert "_" not in evidence_words(
         kind, {"doc_id": "ADB", "problem": "superseded", "document_edition": "2006"}
     )
+
+
+def test_a_report_note_is_cut_at_a_word_in_the_queue():
+    """Issue 30 item 9: the reader's note was cut at 80 characters, mid-word."""
+    from review.priority import note_excerpt
+
+    note = (
+        "The key says 900 mm but Approved Document K 2013 clause 5.8(a) says the landing "
+        "must be 1100 mm."
+    )
+    assert len(note) > 80
+    reasons = evidence_priority([("reported", {"note": note})]).reasons
+    assert reasons == (
+        "reported by a reader: The key says 900 mm but Approved Document K 2013 clause "
+        "5.8(a) says the …"
+    )
+    assert len(note_excerpt(note)) <= 80
+    assert note_excerpt("short   note\n here") == "short note here"
+    assert note_excerpt("x" * 200) == "x" * 79 + "…"

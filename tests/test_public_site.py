@@ -170,6 +170,20 @@ def test_report_page_links_to_no_private_page(client, public):
     assert "/review/" not in body and "scorecard" not in body.lower()
 
 
+def test_the_public_report_names_the_judges_as_the_signed_in_one_does(client, public):
+    """Issue 30 item 8: the public report read "Grades: ." (no panel words passed)."""
+    import re
+
+    grades = re.compile(r"Grades: ([^<]*?)\. Auditors")
+    public_body = client.get("/public/tiny/report/?edition=corrected-1").content.decode()
+    found = grades.findall(public_body)
+    # tiny's judges j1 and j2 grade at prompt v1 and no panel is set (build_tiny)
+    assert found == ["judges j1@v1, j2@v1 (no judge panel set: every active judge)"], found
+    client.force_login(_admin("report-reader"))
+    signed_in = client.get("/report/tiny/?edition=corrected-1").content.decode()
+    assert grades.findall(signed_in) == found
+
+
 # ----------------------------------------------------------------------------- history
 def test_edition_history_hides_names_unless_the_admin_credits_reviewers(client, public):
     publisher = User.objects.create_user("Jo-Publisher", password="x-very-long-pass-1")
@@ -249,3 +263,47 @@ def test_the_errata_register_is_in_the_bundle_export(public):
         "factually_wrong",
     )
     assert rows[1]["kind"] == "removal"
+
+
+# ------------------------------------------------------------- issue 30 item 16: small things
+@pytest.mark.parametrize(
+    ("licence", "sentence"),
+    [
+        ("Written for the Snaglist demo.", "Benchmark licence: Written for the Snaglist demo.</p>"),
+        ("CC BY 4.0", "Benchmark licence: CC BY 4.0.</p>"),
+    ],
+)
+def test_the_footer_ends_its_licence_sentence_with_one_full_stop(client, public, licence, sentence):
+    Benchmark.objects.filter(pk=public.pk).update(license=licence)
+    body = client.get("/public/tiny/").content.decode()
+    assert sentence in body
+    assert ".." not in body.split('class="site-footer"')[1]
+
+
+def test_the_benchmark_admin_offers_no_bulk_delete_and_counts_in_words(client, public):
+    admin = User.objects.create_superuser("root", password="x-very-long-pass-1")
+    client.force_login(admin)
+    page = client.get("/admin/questions/benchmark/").content.decode()
+    assert 'value="make_private"' in page
+    assert "delete_selected" not in page and "Delete selected" not in page
+    response = client.post(
+        "/admin/questions/benchmark/",
+        {"action": "make_private", "_selected_action": [public.pk]},
+        follow=True,
+    )
+    texts = [str(m) for m in response.context["messages"]]
+    assert texts == ["1 benchmark updated."], texts
+    build_tiny("tiny-two")
+    pks = list(Benchmark.objects.values_list("pk", flat=True))
+    response = client.post(
+        "/admin/questions/benchmark/",
+        {"action": "make_private", "_selected_action": pks},
+        follow=True,
+    )
+    assert [str(m) for m in response.context["messages"]] == ["2 benchmarks updated."]
+    # the bulk delete is not reachable by posting it either: nothing is deleted
+    client.post(
+        "/admin/questions/benchmark/",
+        {"action": "delete_selected", "_selected_action": pks, "post": "yes"},
+    )
+    assert Benchmark.objects.count() == 2

@@ -292,3 +292,38 @@ def test_every_xss_payload_in_a_report_is_escaped_wherever_it_is_shown(client, p
     assert escape("What " + ALL) in item_html
     assert escape("Source " + ALL[:990].strip()) in item_html
     assert Evidence.objects.get(item=item).detail["note"] == "What " + ALL
+
+
+# ------------------------------------------------------------- issue 30 item 9: the way in
+def test_a_reader_reaches_the_form_for_a_question_without_an_erratum(client, public):
+    chooser = "/public/tiny/questions/report/"
+    body = client.get(chooser).content.decode()
+    assert all(f'<option value="{q}">' in body for q in ("Q1", "Q2", "Q3", "Q4", "Q5"))
+    response = client.get(chooser, {"question": "Q1"})
+    assert (
+        response.status_code == 303 and response["Location"] == "/public/tiny/questions/Q1/report/"
+    )
+    missing = client.get(chooser, {"question": "Q99"})
+    assert missing.status_code == 404 and "tiny has no question “Q99”" in missing.content.decode()
+    # linked from the leaderboard's comparison, with or without a comparison shown
+    for query in ("?edition=corrected-1&compare=original", "?edition=original"):
+        board = client.get("/public/tiny/" + query).content.decode()
+        assert f'Found an error in a question\'s key entry? <a href="{chooser}">' in board
+    # from the errata register (each erratum's question, and any other question) ...
+    register = client.get("/public/tiny/errata/").content.decode()
+    assert f'href="{chooser}"' in register
+    for q in ("Q2", "Q3"):  # corrected-1's correction and removal
+        assert f'href="/public/tiny/questions/{q}/report/">Report an error</a>' in register
+    # ... and from each corrected question of the public methodology report
+    report = client.get("/public/tiny/report/?edition=corrected-1").content.decode()
+    assert 'href="/public/tiny/questions/Q2/report/">report an error</a>' in report
+
+
+def test_the_reader_text_is_near_the_top_of_the_item_page(client, public):
+    report = _report(public)
+    client.force_login(_user("rev", "reviewer"))
+    page = client.get(f"/review/items/{report.item_id}/").content.decode()
+    top = page.index('class="reader-report-top"')
+    assert page.index('id="h-question"') < top < page.index('id="h-source"')
+    assert GOOD["what"] in page[top : page.index('id="h-source"')]
+    assert GOOD["source_text"] in page[top : page.index('id="h-source"')]

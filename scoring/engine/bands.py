@@ -152,3 +152,46 @@ def assign_bands_ci_overlap(
             bands.append(bands[-1] + 1 if bands else 1)
             leader = union
     return _placements(scores, groups, bands)
+
+
+def established_tiers(
+    order: list[Hashable],
+    bands: Mapping[Hashable, int | None],
+    rank_numbers: Mapping[Hashable, int | None],
+    supported: Mapping[tuple[Hashable, Hashable], bool | None],
+    few_counted: frozenset[Hashable] | set[Hashable] = frozenset(),
+) -> dict[Hashable, int]:
+    """Merge the bands into *tiers*: the order between tiers is one the data establish.
+
+    Rule 9's bands cut the order where the score gap reaches the threshold, but a gap
+    alone does not say the two models differ (issue 21's paired comparison often does
+    not support the cut).  Walking down `order` (scored models, best first), a new tier
+    starts between neighbours ``a`` and ``b`` only when all hold:
+
+    * they are in different bands (``bands[a] != bands[b]``): a tier never splits a band;
+    * the paired comparison of the two supports the boundary (``supported[(a, b)]`` is
+      True; False or None, i.e. not supported or not tested, merge the bands);
+    * they do not share a rank (``rank_numbers`` differ), so a shared rank such as "=1"
+      never spans two tiers;
+    * neither is in `few_counted` (fewer counted responses than the board's minimum), so
+      a model counted on few responses never stands alone in a tier, at its head or
+      anywhere else.
+
+    Returns {model_id: tier}, tier 1 the best, for every model in `order`; an empty
+    order gives {}.  Models absent from `order` (no score) get no tier.
+    """
+    out: dict[Hashable, int] = {}
+    tier = 1
+    for i, m in enumerate(order):
+        if i:
+            a = order[i - 1]
+            starts = (
+                bands.get(a) != bands.get(m)
+                and supported.get((a, m)) is True
+                and rank_numbers.get(a) != rank_numbers.get(m)
+                and a not in few_counted
+                and m not in few_counted
+            )
+            tier += 1 if starts else 0
+        out[m] = tier
+    return out

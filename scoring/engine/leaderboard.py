@@ -17,6 +17,7 @@ from .bands import (
     Placement,
     assign_bands,
     assign_bands_ci_overlap,
+    established_tiers,
 )
 from .intervals import bootstrap_score_intervals, two_sided_z, wilson_interval
 from .support import NeighbourComparison, gap_warning, paired_neighbour_comparisons, shared_ranks
@@ -57,7 +58,9 @@ class ModelScore:
     ``"bootstrap"`` or ``"wilson"`` (fallback when the bootstrap interval has
     zero width), None without a score.  ``agreement_rate`` is a fraction (0-1),
     None with fewer than two judges or nothing graded by all judges.
-    ``points`` is the exact sum of counted (grade - scale minimum).
+    ``points`` is the exact sum of counted (grade - scale minimum).  ``tier`` is the
+    model's place in the order the data establish (bands merged across boundaries the
+    paired comparison does not support: ``bands.established_tiers``), None without a score.
     """
 
     model_id: Hashable
@@ -76,6 +79,7 @@ class ModelScore:
     agreement_rate: float | None
     categories: list[CategoryScore] = field(default_factory=list)
     few_counted: bool = False
+    tier: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -93,6 +97,7 @@ class ModelScore:
             "rank_number": self.rank_number,
             "agreement_rate": fraction(self.agreement_rate),
             "few_counted": self.few_counted,
+            "tier": self.tier,
             "categories": [c.to_dict() for c in self.categories],
         }
 
@@ -132,6 +137,8 @@ class Leaderboard:
     gap_warning: str | None = None
     #: notes of the last placement (few-counted ties), replaced on re-banding
     placement_notes: list[str] = field(default_factory=list)
+    #: tiers of bands.established_tiers: bands merged where the data do not support a cut
+    n_tiers: int = 0
 
     def model(self, model_id: Hashable) -> ModelScore:
         """Return the row of ``model_id``; KeyError if absent."""
@@ -172,6 +179,7 @@ class Leaderboard:
             "band_boundaries_supported": sum(
                 1 for c in self.neighbours if c.band_boundary and c.supported
             ),
+            "n_tiers": self.n_tiers,
             "gap_warning": self.gap_warning,
             "notes": list(self.notes)
             + list(self.placement_notes)
@@ -487,12 +495,21 @@ def _apply_placements(
 
 
 def _mark_boundaries(board: Leaderboard) -> Leaderboard:
-    """Mark which neighbour comparisons are band boundaries; set the gap warning."""
+    """Mark which neighbour comparisons are band boundaries; set the tiers and gap warning."""
     band = {r.model_id: r.band for r in board.models}
     neighbours = [
         dataclasses.replace(c, band_boundary=band.get(c.above) != band.get(c.below))
         for c in board.neighbours
     ]
+    scored = [r for r in board.models if r.score is not None]
+    tiers = established_tiers(
+        [r.model_id for r in scored],
+        band,
+        {r.model_id: r.rank_number for r in scored},
+        {(c.above, c.below): c.supported for c in neighbours},
+        {r.model_id for r in scored if r.few_counted},
+    )
+    models = [dataclasses.replace(r, tier=tiers.get(r.model_id)) for r in board.models]
     widths = [
         r.ci_high - r.ci_low
         for r in board.models
@@ -501,7 +518,13 @@ def _mark_boundaries(board: Leaderboard) -> Leaderboard:
     warning = (
         gap_warning(board.band_gap, widths, board.confidence) if board.banding == "gap" else None
     )
-    return dataclasses.replace(board, neighbours=neighbours, gap_warning=warning)
+    return dataclasses.replace(
+        board,
+        models=models,
+        neighbours=neighbours,
+        gap_warning=warning,
+        n_tiers=len(set(tiers.values())),
+    )
 
 
 def _category_scores(table: GradeTable, status: Any, span: int) -> list[list[CategoryScore]]:
