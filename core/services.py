@@ -30,7 +30,35 @@ def audit_log(
     "system". `action` is a core.actions.Action value. `target_id` is stored as text and
     `target_label` cut to 300 characters; `before`/`after` are JSON-serialisable states.
     """
-    return AuditLogEntry.objects.create(
+    entry = audit_entry(
+        actor=actor,
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        target_label=target_label,
+        benchmark_name=benchmark_name,
+        before=before,
+        after=after,
+    )
+    entry.save()
+    return entry
+
+
+def audit_entry(
+    *,
+    actor,
+    action: Action | str,
+    target_type: str,
+    target_id: Any,
+    target_label: str = "",
+    benchmark_name: str = "",
+    before: Any = None,
+    after: Any = None,
+) -> AuditLogEntry:
+    """Build (unsaved) the entry audit_log writes, for a writer that saves many at once with
+    ``AuditLogEntry.objects.bulk_create`` inside its transaction (triage's item writer).
+    Same arguments and rules as audit_log; raises ValueError for an unknown action."""
+    return AuditLogEntry(
         actor=actor if getattr(actor, "pk", None) else None,
         actor_label=_label(actor),
         action=str(Action(action)),

@@ -54,7 +54,7 @@ from review.detectors.panel import panel_findings
 from review.detectors.responses_agree import responses_agree_findings
 from review.detectors.unparsed import unparsed_findings
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
-from review.services import review_item_create
+from review.services import review_items_file
 from scoring.audit_rule import (
     EXCLUDE,
     EXCLUSION_REASON,
@@ -280,21 +280,22 @@ def triage_run(
         )
         counts["excluded"] = len(new)
         counts["already_excluded"] = len(wanted) - len(new)
+        to_file: dict[int, list[tuple[str, dict]]] = {}
         for qpk, found_items in sorted(found["items"].items()):
             if all(fingerprint_of(s.value, d) in closed_fps[qpk] for s, d in found_items):
                 counts["skipped_closed"] += 1
                 continue
-            touched = created_any = False
-            for source, detail in found_items:
+            for source, _detail in found_items:
                 counts["by_source"][source.value] += 1
-                item, created, added = review_item_create(
-                    question=questions[qpk], source=source, detail=detail
-                )
-                counts["items_created"] += created
-                counts["evidence_added"] += added
-                created_any = created_any or created
-                touched = touched or added
-            counts["items_updated"] += int(touched and not created_any)
+            to_file[qpk] = [(source.value, detail) for source, detail in found_items]
+        # One writer for every item (review_items_file: the same items and log entries as
+        # review_item_create per piece of evidence, in a fixed number of statements).
+        for created, added in review_items_file(
+            found=to_file, questions=questions, user=user
+        ).values():
+            counts["items_created"] += created
+            counts["evidence_added"] += added
+            counts["items_updated"] += int(bool(added) and not created)
         counts["open_items"] = (
             ReviewItem.objects.filter(benchmark=benchmark)
             .exclude(status__in=ReviewItem.CLOSED)

@@ -183,7 +183,9 @@ def test_the_history_restores_into_an_empty_database_field_by_field(worked, tmp_
     # comment, decision times, key entries by edition), every field.
     assert there["items"] == here["items"]
     statuses = sorted(i[5] for i in here["items"])
-    assert "corrected" in statuses and "claimed" in statuses and len(statuses) >= 10
+    assert (
+        "corrected" in statuses and "claimed" in statuses and len(statuses) >= 9
+    )  # the demo queue: 9 items since issue 27
     proposals = [p for i in here["items"] for p in i[15]]
     assert sorted((p[0], p[9], p[10]) for p in proposals) == [
         ("h-reviewer", "approved", "h-editor"),

@@ -33,6 +33,7 @@ from review.services.items import (
     review_item_release,
     review_item_renew,
     review_item_report,
+    review_items_file,
 )
 from review.services.proposals import (
     citation_check_record,
@@ -60,6 +61,7 @@ __all__ = [
     "review_item_claim",
     "review_item_claim_next",
     "review_item_create",
+    "review_items_file",
     "review_item_reassign",
     "review_item_release",
     "review_item_renew",

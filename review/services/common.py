@@ -12,7 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.models import AuditLogEntry
-from core.services import audit_log
+from core.services import audit_entry
 from review.errors import (
     ConflictError,
     NotAllowedError,
@@ -37,9 +37,15 @@ def _item_state(item: ReviewItem) -> dict[str, Any]:
 
 
 def _log_item(actor, action: str, item: ReviewItem, before: dict | None, **extra) -> None:
+    """Write the item's audit-log entry (state after the change, with `extra`)."""
+    _item_entry(actor, action, item, before, **extra).save()
+
+
+def _item_entry(actor, action: str, item: ReviewItem, before: dict | None, **extra):
+    """Build (unsaved) the audit-log entry _log_item writes, for bulk writers."""
     after = _item_state(item)
     after.update(extra)
-    audit_log(
+    return audit_entry(
         actor=actor,
         action=action,
         target_type="review_item",

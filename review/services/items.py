@@ -128,6 +128,144 @@ def review_item_create(
     return item, created, evidence_added
 
 
+def review_items_file(
+    *, found: dict[int, list[tuple[str, dict]]], questions: dict[int, Question], user=None
+) -> dict[int, tuple[bool, int]]:
+    """Triage's writer: file many questions' evidence at once, as review_item_create would.
+
+    `found` is {question pk: [(source, detail), ...]} in filing order; `questions` holds
+    those Question objects (with their benchmark). The result, the items' fields and the
+    audit-log entries are those of calling review_item_create once per piece of evidence in
+    that order (an item created by the first piece, logged `review_item.create`; each later
+    piece that changes the item or adds evidence bumps its version and is logged
+    `review_item.add_evidence`), but in a fixed number of statements: the open items locked
+    in one query, their evidence fingerprints in one, then bulk inserts and one bulk update.
+    Returns {question pk: (item created, pieces of evidence added)}. When a concurrent writer
+    created an open item for one of the questions meanwhile (the one-open-item constraint
+    refuses the bulk insert), it files them one by one with review_item_create instead.
+    Triage is the system: `user` is logged as the actor and is not checked here (triage_run
+    checks it).
+    """
+    from core.models import AuditLogEntry
+    from review.services.common import _item_entry
+
+    if not found:
+        return {}
+    with transaction.atomic():
+        open_items = {
+            item.question_id: item
+            for item in ReviewItem.objects.select_for_update(of=("self",))
+            .select_related("benchmark", "question", "claimed_by")
+            .filter(question_id__in=list(found))
+            .exclude(status__in=ReviewItem.CLOSED)
+        }
+        held: dict[int, list[tuple[str, dict]]] = {}
+        fps: dict[int, set[str]] = {}
+        for item in open_items.values():
+            held[item.pk], fps[item.pk] = [], set()
+        for item_id, kind, detail, fp in (
+            Evidence.objects.filter(item_id__in=list(held))
+            .order_by("pk")
+            .values_list("item_id", "kind", "detail", "fingerprint")
+        ):
+            held[item_id].append((kind, detail))
+            fps[item_id].add(fp)
+        new_items = []
+        for qpk, pieces in found.items():
+            if qpk in open_items:
+                continue
+            source, detail = Source(pieces[0][0]), pieces[0][1] or {}
+            first = evidence_priority([(source.value, detail)])
+            question = questions[qpk]
+            new_items.append(
+                ReviewItem(
+                    benchmark_id=question.benchmark_id,
+                    question=question,
+                    source=source,
+                    sources=[source.value],
+                    priority=first.points,
+                    reasons=first.reasons,
+                )
+            )
+        try:
+            with transaction.atomic():
+                ReviewItem.objects.bulk_create(new_items)
+        except IntegrityError:  # a concurrent writer made one of them: the careful path
+            return _file_one_by_one(found, questions)
+        created_for = {item.question_id for item in new_items}
+        for item in new_items:
+            item.benchmark = questions[item.question_id].benchmark
+            open_items[item.question_id] = item
+            held[item.pk], fps[item.pk] = [], set()
+        evidence, entries, changed = [], [], {}
+        result: dict[int, tuple[bool, int]] = {}
+        now = timezone.now()
+        for qpk, pieces in found.items():
+            item, added_here = open_items[qpk], 0
+            for n, (source_value, detail) in enumerate(pieces):
+                source, detail = Source(source_value), detail or {}
+                created = qpk in created_for and n == 0
+                fp = fingerprint_of(source.value, detail)
+                added = fp not in fps[item.pk]
+                if added:
+                    fps[item.pk].add(fp)
+                    held[item.pk].append((source.value, detail))
+                    evidence.append(Evidence(item=item, kind=source, detail=detail, fingerprint=fp))
+                    added_here += 1
+                before = None if created else _item_state(item)
+                sources = list(item.sources)
+                if source.value not in sources:
+                    sources.append(source.value)
+                ranked = evidence_priority(held[item.pk])
+                if (
+                    created
+                    or sources != item.sources
+                    or ranked.points != item.priority
+                    or ranked.reasons != item.reasons
+                ):
+                    item.sources, item.priority = sources, ranked.points
+                    item.source, item.reasons = ranked.primary, ranked.reasons
+                    if not created:
+                        item.version += 1
+                    item.updated_at = now
+                    changed[item.pk] = item
+                if created:
+                    entries.append(
+                        _item_entry(user, Action.REVIEW_ITEM_CREATE, item, None, source=source)
+                    )
+                elif before != _item_state(item) or added:
+                    entries.append(
+                        _item_entry(
+                            user, Action.REVIEW_ITEM_ADD_EVIDENCE, item, before, evidence=source
+                        )
+                    )
+            result[qpk] = (qpk in created_for, added_here)
+        Evidence.objects.bulk_create(evidence, batch_size=2000)
+        ReviewItem.objects.bulk_update(
+            list(changed.values()),
+            ["sources", "priority", "source", "reasons", "version", "updated_at"],
+            batch_size=500,
+        )
+        AuditLogEntry.objects.bulk_create(entries, batch_size=2000)
+    return result
+
+
+def _file_one_by_one(
+    found: dict[int, list[tuple[str, dict]]], questions: dict[int, Question]
+) -> dict[int, tuple[bool, int]]:
+    """review_items_file's careful path: review_item_create per piece of evidence."""
+    result = {}
+    for qpk, pieces in found.items():
+        created_any, added = False, 0
+        for source, detail in pieces:
+            _, created, was_added = review_item_create(
+                question=questions[qpk], source=source, detail=detail
+            )
+            created_any, added = created_any or created, added + was_added
+        result[qpk] = (created_any, added)
+    return result
+
+
 #: Longest note on a hand-raised item (characters).
 REPORT_NOTE_MAX = 2000
 
