@@ -99,6 +99,7 @@ class DecidePanelForm(VersionedForm):
         "citation_doc_id",
         "citation_locator",
         "citation_quote",
+        "override_reason",
     )
 
     def __init__(self, *args, **kwargs):
@@ -117,6 +118,10 @@ class DecidePanelForm(VersionedForm):
     citation_quote = OutcomeForm.base_fields["citation_quote"]
     note = forms.CharField(
         label="Evidence note", required=False, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    # Asked when confirming over standing evidence (review.services.standing_evidence).
+    override_reason = forms.CharField(
+        label="Why the key stands (one line)", required=False, max_length=200
     )
     advance = forms.BooleanField(label="Then open the next item", required=False)
 

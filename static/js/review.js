@@ -40,7 +40,8 @@
     if (radio) {
       radio.checked = true;
       showOutcomeFields(form);
-      var first = form.querySelector("[data-first-field]:not([hidden]) textarea, [data-first-field]:not([hidden]) select") || radio;
+      var first = form.querySelector("[data-first-field]:not([hidden]) textarea, [data-first-field]:not([hidden]) select, [data-first-field]:not([hidden]) input[type=text]") || radio;
+      warnContradiction(form);
       first.focus();
       first.scrollIntoView({ block: "nearest" });
     }
@@ -54,7 +55,26 @@
     button.setAttribute("aria-expanded", open ? "true" : "false");
     button.firstChild.textContent = open ? "Collapse all responses " : "Expand all responses ";
   });
+  // A reason the panel's own check contradicts ("Amended or repealed since" with "amended:
+  // no"): warn before saving. The rules come from the page (review.services.CONTRADICTIONS).
+  function warnContradiction(form) {
+    var box = document.getElementById("decide-contradiction");
+    var rules = document.getElementById("decide-contradictions");
+    if (!form || !box || !rules) return;
+    var table = JSON.parse(rules.textContent);
+    var action = form.querySelector('input[name="action"]:checked');
+    var reason = form.querySelector('select[name="reason"]');
+    var rule = action && action.value !== "confirm" && reason ? table[reason.value] : null;
+    var given = rule ? form.querySelector('input[name="' + rule.field + '"]:checked') : null;
+    if (rule && given && given.value === rule.answer) {
+      box.textContent = "Check before saving: " + rule.text + ". Change the reason or the answer, or say why in the evidence note.";
+      box.hidden = false;
+    } else {
+      box.hidden = true;
+    }
+  }
   document.addEventListener("change", function (event) {
+    if (event.target.form && event.target.form.id === "decide-form") warnContradiction(event.target.form);
     if (event.target.name === "action") showOutcomeFields(event.target.form);
     var decide = document.getElementById("decide-form");
     if (decide && decide.contains(event.target)) markCurrent(decide);
