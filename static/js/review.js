@@ -135,6 +135,24 @@
       if (refused) refused.focus();
     } else if (decide) focusFirstError(decide);
   }
+  // The decision column scrolls inside itself when taller than the screen; its height is
+  // what is left of the screen below its top, so its bottom (and "Record decision", sticky
+  // there) is always on screen, also before the page is scrolled (issue 30 item 3). CSS
+  // alone gives it the whole screen's height, which ran past the fold under the header.
+  function fitDecisionColumn() {
+    var column = document.querySelector(".decision-column");
+    if (!column) return;
+    if (getComputedStyle(column).position !== "sticky") {
+      column.style.maxHeight = "";
+      return;
+    }
+    var top = Math.max(column.getBoundingClientRect().top, 8);
+    column.style.maxHeight = Math.max(window.innerHeight - top - 8, 240) + "px";
+  }
   document.addEventListener("DOMContentLoaded", init);
   document.addEventListener("htmx:afterSwap", init);
+  document.addEventListener("DOMContentLoaded", fitDecisionColumn);
+  document.addEventListener("htmx:afterSwap", fitDecisionColumn);
+  window.addEventListener("scroll", fitDecisionColumn, { passive: true });
+  window.addEventListener("resize", fitDecisionColumn);
 })();
