@@ -63,3 +63,46 @@ def test_record_decision_stays_in_view_after_choosing_correction(
     box = submit.evaluate(BOX)
     assert 0 <= box["top"] and box["bottom"] <= box["vh"], box
     ctx.close()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width,height", [(1366, 900), (390, 844)])
+def test_a_reason_the_check_contradicts_is_flagged_before_saving(
+    demo,  # noqa: F811
+    live_server,
+    chromium,
+    width,
+    height,
+):
+    """Issue 30 item 1: `1` on "Amended or repealed since?" is No; with the reason "Amended
+    or repealed since" the panel says so above Record decision before anything is saved."""
+    from review.models import CitationCheck
+
+    shots = Shots(f"reviewer-contradiction-{width}")
+    ctx = chromium.new_context(viewport={"width": width, "height": height}, locale="en-GB")
+    page = ctx.new_page()
+    sign_in(page, live_server.url, "reviewer", PASSWORD)
+    page.goto(f"{live_server.url}/review/?benchmark={BENCHMARK}")
+    page.locator("body").press("c")
+    page.wait_for_url(re.compile(r"/review/items/\d+/"))
+    panel = page.locator("#decide-panel")
+    warning = page.locator("#decide-contradiction")
+    for _ in range(4):
+        page.locator("body").press("1")
+    amended = panel.get_by_role("group", name="Amended or repealed since?")
+    assert amended.locator("input[value=no]").is_checked(), "1 on the last question is No"
+    page.locator("body").press("e")
+    panel.get_by_label("Reason").select_option("amended_or_repealed")
+    warning.wait_for(state="visible")
+    assert warning.inner_text() == (
+        "Check before saving: the reason is \u201cAmended or repealed since\u201d but the "
+        "citation check says not amended or repealed since. Change the reason or the answer, "
+        "or say why in the evidence note."
+    )
+    box = warning.evaluate(BOX)
+    assert 0 <= box["left"] and box["right"] <= box["vw"], box
+    shots.take(page, f"contradiction flagged at {width}", full_page=False)
+    amended.locator("input[value=yes]").check()
+    warning.wait_for(state="hidden")
+    assert not CitationCheck.objects.exists(), "nothing saved meanwhile"
+    ctx.close()

@@ -377,3 +377,35 @@ def test_the_override_reason_is_asked_in_the_panel_and_shown_to_editors(
     shown = client.get(f"/review/items/{item.pk}/").content.decode()
     assert "Key confirmed over standing evidence" in shown
     assert "The models read the 2010 table." in shown
+
+
+def test_approvals_flag_a_proposal_whose_check_contradicts_its_reason(
+    client, items, reviewer, editor
+):
+    """Issue 30 item 1: reason "Amended or repealed since" with "amended: no" in the same
+    decision reaches the editor with a warning naming both."""
+    item = services.review_item_claim(item=items[0], user=reviewer)
+    services.item_decide(
+        item=item,
+        user=reviewer,
+        version=item.version,
+        check={**CHECK, "amended": "no"},
+        outcome={**CORRECTION, "reason": "amended_or_repealed"},
+    )
+    client.force_login(editor)
+    body = client.get("/review/approvals/").content.decode()
+    assert "The proposal contradicts its own check:</strong> the reason is" in body
+    assert "Amended or repealed since\u201d but the citation check says not amended" in body
+    # the same proposal with "amended: yes" carries no warning
+    other = services.review_item_claim(item=items[1], user=reviewer)
+    services.item_decide(
+        item=other,
+        user=reviewer,
+        version=other.version,
+        check={**CHECK, "amended": "yes"},
+        outcome={**CORRECTION, "reason": "amended_or_repealed"},
+    )
+    body = client.get("/review/approvals/").content.decode()
+    assert body.count("The proposal contradicts its own check") == 1
+    assert services.check_contradictions("amended_or_repealed", {"amended": "unknown"}) == []
+    assert services.check_contradictions("superseded_edition", {"edition_in_force": "yes"})
