@@ -48,10 +48,14 @@ def test_runs_pages_and_api_are_for_admins_only(client, data, role):
         edition=data.original, judges=data.auditors, kind="audit", enqueue=False
     )
     client.force_login(_user("someone", role))
-    watch = [] if role == "editor" else [
-        ("scoring:run-detail", {"pk": run.pk}, "Only an editor or an admin may watch"),
-        ("scoring:run-progress", {"pk": run.pk}, "Only an editor or an admin may watch"),
-    ]
+    watch = (
+        []
+        if role == "editor"
+        else [
+            ("scoring:run-detail", {"pk": run.pk}, "Only an editor or an admin may watch"),
+            ("scoring:run-progress", {"pk": run.pk}, "Only an editor or an admin may watch"),
+        ]
+    )
     for name, kwargs, why in [
         ("scoring:runs", {}, "Only an admin may see or start re-scoring runs."),
         *watch,
