@@ -257,9 +257,10 @@ def post_data(route: Route, w: World) -> dict:
         "api-item-release": {"version": w.claimed_version},
         "check": {"version": w.claimed_version, **check},
         "api-item-checks": {"version": w.claimed_version, **check},
-        "propose": {"version": w.claimed_version, "action": "confirm"},
-        "decide": {"version": w.claimed_version, **check, "action": "confirm"},
-        "api-item-proposals": {"version": w.claimed_version, "action": "confirm"},
+        # the demo's item stands against the key: a confirmation says why (issue 30 item 2)
+        "propose": {"version": w.claimed_version, "action": "confirm", **WHY},
+        "decide": {"version": w.claimed_version, **check, "action": "confirm", **WHY},
+        "api-item-proposals": {"version": w.claimed_version, "action": "confirm", **WHY},
         "proposal_reject": {"comment": "The citation is right."},
         "api-proposal-reject": {"comment": "The citation is right."},
         "proposals_approve": {"proposal": [w.proposal_id]},
@@ -378,6 +379,7 @@ API_NO_POST = api(405, 405, 405)
 API_NO_GET = api(405, 405, 405)
 REVIEWERS = page(303, 303, 303)  # any reviewer (editor and admin imply reviewer)
 HOLDER = page(303, 403, 403)  # only the reviewer who holds the claim
+WHY = {"override_reason": "The key stands: checked against the source."}
 # Holder-only work on an item the reviewer holds: the editor and admin (reviewers too)
 # get 409, as the claim endpoint answers (review.errors.HeldElsewhereError; issue 30).
 HELD_ELSEWHERE = page(303, 409, 409)

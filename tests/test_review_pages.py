@@ -258,7 +258,7 @@ def test_full_workflow_and_edition_page_shows_diff(client, reviewer, editor, edi
     client.force_login(editor2)
     body = client.get("/review/approvals/").content.decode()
     # word-level diff (issue 18): only the figure is marked; the new answer also reads whole
-    assert '<del class="diff-old">101</del><ins class="diff-new">150</ins> mm' in body
+    assert '<del class="diff-old">101</del> <ins class="diff-new">150</ins> mm' in body
     assert "Reads: 150 mm" in body
     proposal = item.proposals.get()
     assert (
