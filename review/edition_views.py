@@ -20,6 +20,7 @@ from review.view_helpers import done, forbidden, query_without_page, requires
 from scoring import services as scoring_services
 from scoring.estimate import estimate_run, estimate_summary
 from scoring.models import RescoreRequest
+from scoring.runs_permissions import can_view_run
 
 
 @require_GET
@@ -103,6 +104,7 @@ def edition_detail(request: HttpRequest, benchmark: str, name: str) -> HttpRespo
             else 0,
             # Admins re-score a published edition from here as well as from the runs page.
             "can_rescore": edition.is_published() and has_role(request.user, Role.ADMIN),
+            "can_view_run": can_view_run(request.user),
             "rescore_request": RescoreRequest.objects.filter(edition=edition)
             .select_related("run")
             .first(),

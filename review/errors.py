@@ -9,6 +9,7 @@ from questions.errors import DomainError, InvalidTransitionError, NotFoundError
 __all__ = [
     "ConflictError",
     "DomainError",
+    "HeldElsewhereError",
     "InvalidInputError",
     "InvalidTransitionError",
     "NotAllowedError",
@@ -31,6 +32,12 @@ class ConflictError(DomainError):
         super().__init__(message)
         self.current_version = current_version
         self.changes = changes
+
+
+class HeldElsewhereError(InvalidTransitionError):
+    """Someone else holds the item's live claim, so the holder's action (a citation check, a
+    proposal) is refused: HTTP 409 like a lost claim race (the claim endpoint's answer), not
+    403, because the user's roles allow it and the item's state is what stands in the way."""
 
 
 class InvalidInputError(DomainError):

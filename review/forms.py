@@ -79,6 +79,10 @@ class OutcomeForm(VersionedForm):
         label="Quote", required=False, widget=forms.Textarea(attrs={"rows": 2})
     )
     note = forms.CharField(label="Note", required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    # Asked when confirming over standing evidence (review.services.standing_evidence).
+    override_reason = forms.CharField(
+        label="Why the key stands (one line)", required=False, max_length=200
+    )
 
 
 class DecidePanelForm(VersionedForm):
@@ -99,6 +103,7 @@ class DecidePanelForm(VersionedForm):
         "citation_doc_id",
         "citation_locator",
         "citation_quote",
+        "override_reason",
     )
 
     def __init__(self, *args, **kwargs):
@@ -118,6 +123,7 @@ class DecidePanelForm(VersionedForm):
     note = forms.CharField(
         label="Evidence note", required=False, widget=forms.Textarea(attrs={"rows": 2})
     )
+    override_reason = OutcomeForm.base_fields["override_reason"]
     advance = forms.BooleanField(label="Then open the next item", required=False)
 
     def check_data(self) -> dict[str, str]:

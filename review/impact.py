@@ -7,7 +7,7 @@ from typing import Any
 
 from questions.models import KeyEdition, KeyEntry
 from questions.selectors import latest_published_edition
-from scoring.estimate import estimate_entry, estimate_summary
+from scoring.estimate import estimate_run, estimate_summary
 from scoring.impact import pending_impacts
 from scoring.services import active_graders
 
@@ -52,7 +52,12 @@ def attach_proposal_impacts(proposals: list[Any]) -> None:
             if p.impact.get("kind") == "correct" and not p.impact["graders"].sentence:
                 if judges is None:
                     judges, _ = active_graders(edition)
-                estimate = estimate_entry(candidate_entry(p), judges, calibrations=calibrations)
+                estimate = estimate_run(
+                    edition=edition,
+                    judges=judges,
+                    candidates=[candidate_entry(p)],
+                    calibrations=calibrations,
+                )
                 p.estimate_summary = estimate_summary(estimate)
 
 

@@ -251,6 +251,11 @@ class Proposal(models.Model):
     citation_quote = models.TextField(blank=True)
     reason = models.CharField(max_length=30, choices=KeyEntry.Reason.choices, blank=True)
     note = models.TextField(blank=True)
+    override_reason = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="One line: why the key was confirmed over standing evidence (issue 30).",
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"

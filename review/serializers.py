@@ -157,6 +157,12 @@ class ProposalInputSerializer(serializers.Serializer):
     citation_locator = serializers.CharField(required=False, allow_blank=True, default="")
     citation_quote = serializers.CharField(required=False, allow_blank=True, default="")
     note = serializers.CharField(required=False, allow_blank=True, default="")
+    override_reason = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="One line: why a confirmation stands over evidence against the key.",
+    )
 
 
 class DecisionSerializer(serializers.Serializer):

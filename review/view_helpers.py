@@ -31,10 +31,11 @@ def requires(check):
 vary = vary_on_htmx
 
 
-def forbidden(request: HttpRequest, message: str) -> HttpResponse:
+def forbidden(request: HttpRequest, message: str, *, status: int = 403) -> HttpResponse:
     """403 with the reason: a page, or for an htmx request a fragment that replaces the form
-    (static/js/review.js lets htmx swap 403), so a save refused because the item was
-    reassigned meanwhile says so instead of doing nothing."""
+    (static/js/review.js lets htmx swap 403 and 409), so a save refused because the item was
+    reassigned meanwhile says so instead of doing nothing. `status` 409 is for an item
+    another user holds (review.errors.HeldElsewhereError)."""
     if wants_fragment(request):
         reload_url = request.headers.get("HX-Current-URL") or request.path
         return vary(
@@ -42,11 +43,11 @@ def forbidden(request: HttpRequest, message: str) -> HttpResponse:
                 request,
                 "review/_forbidden.html",
                 {"message": message, "reload_url": reload_url},
-                status=403,
+                status=status,
             )
         )
     return render(
-        request, "review/error.html", {"title": "Not allowed", "message": message}, status=403
+        request, "review/error.html", {"title": "Not allowed", "message": message}, status=status
     )
 
 

@@ -27,6 +27,7 @@ from review.cited_passages import proposal_passages, successor_passage
 from review.errors import (
     ConflictError,
     DomainError,
+    HeldElsewhereError,
     InvalidInputError,
     InvalidTransitionError,
     NotAllowedError,
@@ -174,6 +175,18 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         "decide_form": forms.get("decide_form")
         or DecidePanelForm(initial={**outcome_initial, "advance": True}),
         "reassign_form": ReassignForm(initial={"version": item.version}),
+        # what a confirmation would go against before any check (the panel asks why)
+        "standing": services.standing_evidence(item, None),
+        "overrides": [p for p in item.proposals.all() if p.override_reason],
+        # the panel warns before saving a reason its own check contradicts (review.js)
+        "contradictions": {
+            reason: {
+                "field": field,
+                "answer": answer,
+                "text": services.check_contradictions(reason, {field: answer})[0],
+            }
+            for reason, (field, answer, _words) in services.CONTRADICTIONS.items()
+        },
         "assignees": selectors.reviewer_usernames() if permissions.can_reassign(user) else [],
         "history": selectors.item_history(item),
         "checks": list(item.checks.all()),
@@ -215,6 +228,8 @@ def _item_action(action):
         item = _get_item(item_id)
         try:
             message = action(request, item)
+        except HeldElsewhereError as exc:
+            return forbidden(request, str(exc), status=409)
         except NotAllowedError as exc:
             return forbidden(request, str(exc))
         except ConflictError as exc:
@@ -275,6 +290,8 @@ def _form_post(request, item_id, form_class, template, form_key, run):
             message = run(item, form.cleaned_data)
             messages.success(request, message)
             return done(request, _item_url(item))
+    except HeldElsewhereError as exc:
+        return forbidden(request, str(exc), status=409)
     except NotAllowedError as exc:
         return forbidden(request, str(exc))
     except ConflictError as exc:
@@ -353,6 +370,8 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
                     return done(request, reverse("review:queue"))
                 return done(request, _item_url(nxt))
             return done(request, _item_url(item))
+    except HeldElsewhereError as exc:
+        return _refused_panel(request, item, form, str(exc), status=409)
     except NotAllowedError as exc:
         return _refused_panel(request, item, form, str(exc), status=403)
     except ConflictError as exc:
@@ -404,6 +423,8 @@ def approvals(request: HttpRequest) -> HttpResponse:
         p.can_decide = permissions.can_approve(request.user, p)
         p.evidence = evidence[p.pk]
         p.passages = passages[p.pk]
+        checks = p.evidence.checks or [None]
+        p.contradictions = services.check_contradictions(p.reason, checks[0])
     attach_proposal_impacts(proposals)
     return render(
         request,

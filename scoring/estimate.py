@@ -46,8 +46,9 @@ DEFAULT_CHARS_PER_TOKEN = 4.0
 CALIBRATION_CALLS = 200
 NO_GRADER_NOTE = "no judge can grade: each one given was skipped"
 RETRIES_NOTE = (
-    "calls = pairs: calls asked again (rate limits, cut-off or unparsed replies) are not "
-    "included, so a run can make a few more"
+    "calls = pairs, re-asks of stored unparsed replies included; calls asked again while "
+    "the run goes (rate limits, cut-off or newly unparsed replies) are not, so a run can "
+    "make a few more"
 )
 
 
@@ -416,15 +417,27 @@ def combine(judges: list[JudgeEstimate], notes: Sequence[str] = ()) -> RunEstima
 
 
 def estimate_run(
-    *, edition: KeyEdition, judges: Sequence[Judge], kind: str = ScoringRun.Kind.GRADE
+    *,
+    edition: KeyEdition,
+    judges: Sequence[Judge],
+    kind: str = ScoringRun.Kind.GRADE,
+    candidates: Sequence[KeyEntry] = (),
+    calibrations: dict[int, Calibration] | None = None,
 ) -> RunEstimate:
     """Return what a run of `kind` over `edition` with `judges` would send and cost, without
-    creating a run or calling a judge.
+    creating a run or calling a judge: the one estimate of grading work (the Runs page, the
+    draft's impact page and each correction on the approvals page; issue 30 item 6).
 
     The pairs are the run's own (rescore_needed_pairs / audit_needed_pairs, after
-    graders_for: judges that cannot grade are left out with a note); each needed pair's
-    prompt is rendered and measured (estimate_pairs). Reads only: the selectors' queries,
-    the needed responses and entries (two queries), and four per judge to calibrate.
+    graders_for: judges that cannot grade are left out with a note), so the re-asks of
+    stored unparsed replies a run makes are counted; each needed pair's prompt is rendered
+    and measured (estimate_pairs). `candidates` are key entries not saved yet (a pending
+    correction's answer and citation, review.impact.candidate_entry): each replaces its
+    question's entry, every response to that question needing a grade from every judge, as
+    the run after approving it would grade. `calibrations` ({judge pk: Calibration}) lets a
+    page estimating several runs calibrate each judge once. Reads only: the selectors'
+    queries, the needed responses and entries (two queries, one more per candidate), and
+    four per judge to calibrate.
     """
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
     usable, notes = graders_for(judges, role=role)
@@ -436,32 +449,16 @@ def estimate_run(
         needed = rescore_needed_pairs(edition=edition, judges=usable)
     by_pk = {j.pk: j for j in usable}
     entries = _entries({e for _, _, e in needed})
+    replaced = {c.question_id for c in candidates}
+    needed = [p for p in needed if entries[p[2]].question_id not in replaced]
     responses = Response.objects.only("id", "text").in_bulk({r for r, _, _ in needed if r})
     rows = [(by_pk[j], entries[e], responses[r] if r is not None else None) for r, j, e in needed]
+    for candidate in candidates:
+        answers = list(
+            Response.objects.filter(question_id=candidate.question_id).only("id", "text")
+        )
+        rows += [(judge, candidate, response) for judge in usable for response in answers]
     scale = _scale(edition.benchmark.grade_scale)
-    return combine(estimate_pairs(rows, scale=scale), [*notes, RETRIES_NOTE])
-
-
-def estimate_entry(
-    entry: KeyEntry,
-    judges: Sequence[Judge],
-    *,
-    calibrations: dict[int, Calibration] | None = None,
-) -> RunEstimate:
-    """Return what grading every response to `entry`'s question against `entry` would send
-    and cost with `judges` (those that cannot grade left out with a note).
-
-    For a key entry not saved yet (a pending correction's answer and citation, issue 18's
-    per-proposal impact): the prompts are rendered from it exactly as a run renders a saved
-    one (estimate_pairs). Reads the question's responses (one query) and calibrates each
-    judge (four queries per judge) unless `calibrations` ({judge pk: Calibration}, filled as
-    estimate_pairs fills it) already holds it: a page estimating several entries passes one
-    dict and calibrates each judge once. Creates nothing and calls no judge.
-    """
-    usable, notes = graders_for(judges, role=Judge.Role.JUDGE)
-    responses = list(Response.objects.filter(question_id=entry.question_id).only("id", "text"))
-    rows = [(judge, entry, response) for judge in usable for response in responses]
-    scale = _scale(entry.question.benchmark.grade_scale)
     judged = estimate_pairs(rows, scale=scale, calibrations=calibrations)
     return combine(judged, [*notes, RETRIES_NOTE])
 

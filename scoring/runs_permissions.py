@@ -1,4 +1,6 @@
-"""Who may see and start re-scoring and audit runs: admins only (methodology "People").
+"""Who may see and start re-scoring and audit runs: admins start and steer them and list
+them all (methodology "People"); editors may watch one run read-only (its page and
+progress), to follow the re-score their publish starts (issue 30 item 5).
 
 The one place the runs pages and the runs API ask (conventions: one permission module per
 concern); inactive users hold no role.
@@ -14,6 +16,12 @@ from core.roles import Role, has_role
 def can_manage_runs(user) -> bool:
     """Return True when `user` may list, start, resume or cancel runs (an admin)."""
     return has_role(user, Role.ADMIN)
+
+
+def can_view_run(user) -> bool:
+    """Return True when `user` may open a run's page and its progress, read-only (an editor
+    or an admin; roles are per site, not per benchmark, so every benchmark's runs)."""
+    return has_role(user, Role.EDITOR)
 
 
 class CanManageRuns(BasePermission):

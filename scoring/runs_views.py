@@ -26,7 +26,7 @@ from questions.models import Benchmark, KeyEdition
 from scoring import runs_selectors, services
 from scoring.costs import costs_of_runs
 from scoring.models import Judge, RunItem, ScoringRun
-from scoring.runs_permissions import can_manage_runs
+from scoring.runs_permissions import can_manage_runs, can_view_run
 from scoring.selectors import panel_drift
 from scoring.services.batch_mode import OPEN_BATCH
 from scoring.services.tunables import batch_poll_seconds
@@ -38,6 +38,11 @@ FAILED_SHOWN = 200
 def _require_admin(request: HttpRequest) -> None:
     if not can_manage_runs(request.user):
         raise PermissionDenied("Only an admin may see or start re-scoring runs.")
+
+
+def _require_viewer(request: HttpRequest) -> None:
+    if not can_view_run(request.user):
+        raise PermissionDenied("Only an editor or an admin may watch a re-scoring run.")
 
 
 def runs_queryset():
@@ -165,8 +170,9 @@ def run_estimate(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """Show one run: progress, counters, ledger summary and its failed pairs."""
-    _require_admin(request)
+    """Show one run: progress, counters, ledger summary and its failed pairs. Editors see it
+    read-only (no Resume or Cancel, no link to the admin's list of runs)."""
+    _require_viewer(request)
     run = _decorate(get_object_or_404(runs_queryset(), pk=pk))
     if wants_fragment(request):
         return vary_on_htmx(render(request, "scoring/runs_progress.html", {"run": run}))
@@ -190,6 +196,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "batches": runs_selectors.run_batches(run),
         "batch_retry": settings.SNAGLIST_BATCH_FAILED_RETRY,
         "notes": [line for line in run.error.splitlines() if line],
+        "can_manage": can_manage_runs(request.user),
     }
     return vary_on_htmx(render(request, "scoring/runs_detail.html", context))
 
@@ -197,10 +204,11 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Return the progress fragment of one run (polled by htmx while the run is active)."""
-    _require_admin(request)
+    _require_viewer(request)
     run = _decorate(get_object_or_404(runs_queryset(), pk=pk))
-    # The run page asks for its Resume/Cancel buttons too, so they go when the run ends.
-    show_actions = request.GET.get("actions") == "1"
+    # The run page asks for its Resume/Cancel buttons too, so they go when the run ends
+    # (an admin's only: an editor watches).
+    show_actions = request.GET.get("actions") == "1" and can_manage_runs(request.user)
     response = render(
         request, "scoring/runs_progress.html", {"run": run, "show_actions": show_actions}
     )

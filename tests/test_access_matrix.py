@@ -257,9 +257,10 @@ def post_data(route: Route, w: World) -> dict:
         "api-item-release": {"version": w.claimed_version},
         "check": {"version": w.claimed_version, **check},
         "api-item-checks": {"version": w.claimed_version, **check},
-        "propose": {"version": w.claimed_version, "action": "confirm"},
-        "decide": {"version": w.claimed_version, **check, "action": "confirm"},
-        "api-item-proposals": {"version": w.claimed_version, "action": "confirm"},
+        # the demo's item stands against the key: a confirmation says why (issue 30 item 2)
+        "propose": {"version": w.claimed_version, "action": "confirm", **WHY},
+        "decide": {"version": w.claimed_version, **check, "action": "confirm", **WHY},
+        "api-item-proposals": {"version": w.claimed_version, "action": "confirm", **WHY},
         "proposal_reject": {"comment": "The citation is right."},
         "api-proposal-reject": {"comment": "The citation is right."},
         "proposals_approve": {"proposal": [w.proposal_id]},
@@ -378,6 +379,10 @@ API_NO_POST = api(405, 405, 405)
 API_NO_GET = api(405, 405, 405)
 REVIEWERS = page(303, 303, 303)  # any reviewer (editor and admin imply reviewer)
 HOLDER = page(303, 403, 403)  # only the reviewer who holds the claim
+WHY = {"override_reason": "The key stands: checked against the source."}
+# Holder-only work on an item the reviewer holds: the editor and admin (reviewers too)
+# get 409, as the claim endpoint answers (review.errors.HeldElsewhereError; issue 30).
+HELD_ELSEWHERE = page(303, 409, 409)
 EDITORS = page(403, 303, 303)
 ADMINS_GET = page(403, 403, 200)
 ADMINS_POST = page(403, 403, 302)
@@ -398,9 +403,9 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:release": (NO_GET, REVIEWERS),  # the holder, or an editor freeing a claim
     "review:renew": (NO_GET, HOLDER),
     "review:reassign": (NO_GET, EDITORS),
-    "review:check": (NO_GET, HOLDER),
-    "review:propose": (NO_GET, HOLDER),
-    "review:decide": (NO_GET, HOLDER),  # the decision panel: check and outcome together
+    "review:check": (NO_GET, HELD_ELSEWHERE),
+    "review:propose": (NO_GET, HELD_ELSEWHERE),
+    "review:decide": (NO_GET, HELD_ELSEWHERE),  # the decision panel: check and outcome together
     "review:approvals": (page(403, 200, 200), NO_POST),
     "review:proposal_approve": (NO_GET, EDITORS),  # the author is the reviewer: four eyes
     "review:proposal_reject": (NO_GET, EDITORS),
@@ -430,8 +435,8 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:api-item-release": (API_NO_GET, api(200, 200, 200)),
     "review:api-item-renew": (API_NO_GET, api(200, 403, 403)),
     "review:api-item-reassign": (API_NO_GET, api(403, 200, 200)),
-    "review:api-item-checks": (API_NO_GET, api(201, 403, 403)),
-    "review:api-item-proposals": (API_NO_GET, api(201, 403, 403)),
+    "review:api-item-checks": (API_NO_GET, api(201, 409, 409)),
+    "review:api-item-proposals": (API_NO_GET, api(201, 409, 409)),
     "review:api-proposal-list": (api(200, 200, 200), API_NO_POST),
     "review:api-proposal-detail": (api(200, 200, 200), API_NO_POST),
     "review:api-proposal-approve": (API_NO_GET, api(403, 200, 200)),
@@ -457,8 +462,9 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # -- runs (admins only)
     "scoring:runs": (ADMINS_GET, NO_POST),
     "scoring:run-create": (NO_GET, ADMINS_POST),
-    "scoring:run-detail": (ADMINS_GET, NO_POST),
-    "scoring:run-progress": (ADMINS_GET, NO_POST),
+    # editors watch a run read-only (issue 30 item 5); the list and the actions stay admin's
+    "scoring:run-detail": (page(403, 200, 200), NO_POST),
+    "scoring:run-progress": (page(403, 200, 200), NO_POST),
     # the estimate fragment needs ?edition=ID: without it an admin gets 400 naming it
     "scoring:run-estimate": (page(403, 403, 400), NO_POST),
     "scoring:run-cancel": (NO_GET, ADMINS_POST),

@@ -25,6 +25,7 @@ from tests.test_e2e_main_job import BENCHMARK, PASSWORD, demo  # noqa: F401
 pytestmark = [pytest.mark.browser]
 
 CORRECTED = "No floorspace limit since 5 March 2024."
+OVERRIDE = "The models read the repealed 2013 wording."
 IN_VIEW = """(sel) => {
   const box = document.querySelector(sel).getBoundingClientRect();
   return {top: box.top, bottom: box.bottom, left: box.left, right: box.right,
@@ -88,6 +89,10 @@ def test_queue_to_decision_and_next_item_in_few_keys_and_two_loads(demo, live_se
             count.press("1")  # each citation question: its first answer
         if kind == "confirm":
             count.press("a")
+            # the top item stands against the key (models agree against it, issue 30 item
+            # 2): focus lands on the one-line reason, typed like a corrected answer
+            assert page.evaluate("document.activeElement.name") == "override_reason"
+            page.keyboard.type(OVERRIDE)
         else:
             count.press("e")  # focus lands on the reason
             count.press("ArrowDown")  # the first reason
@@ -95,7 +100,7 @@ def test_queue_to_decision_and_next_item_in_few_keys_and_two_loads(demo, live_se
             page.keyboard.type(CORRECTED)  # replaces it
         shots.take(page, f"{kind} filled in", full_page=False)
         with page.expect_navigation():
-            count.press("Control+Enter" if kind == "correct" else "s")
+            count.press("Control+Enter")
         page.wait_for_selector("#decide-form")
         count.stop()
         second = _item_pk(page.url)
@@ -116,13 +121,16 @@ def test_queue_to_decision_and_next_item_in_few_keys_and_two_loads(demo, live_se
         assert proposal.action == kind
         if kind == "correct":
             assert proposal.answer == CORRECTED and proposal.reason != ""
+        else:
+            assert proposal.override_reason == OVERRIDE
         assert count.keys <= 12 and count.loads <= 2, (kind, count.keys, count.loads)
         # release the claim on the item just opened so the next round starts from the queue
         page.get_by_role("button", name="Release").click()
         page.wait_for_load_state()
     ctx.close()
     print("\ndecide counts (keys, loads):", results)
-    # n, 1 1 1 1, a, s = 7; n, 1 1 1 1, e, ArrowDown, Tab, Ctrl+Enter = 9 (typing aside)
+    # n, 1 1 1 1, a, Ctrl+Enter = 7; n, 1 1 1 1, e, ArrowDown, Tab, Ctrl+Enter = 9 (typing
+    # aside: the confirmation's reason, the correction's answer)
     assert results == {"confirm": (7, 2), "correct": (9, 2)}
 
 

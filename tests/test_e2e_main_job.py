@@ -7,12 +7,13 @@ leaderboard's original-vs-corrected view and the report show the correction.
 
 Runs against pytest-django's live_server on PostgreSQL; publishing and re-scoring go
 through Redis to a worker process (tests/worker_fixtures.py). Screenshots of every step
-land in test-artifacts/e2e-main-job/; with SNAGLIST_UPDATE_DOCS=1 the README's two are refreshed in docs/screenshots/.
+land in test-artifacts/e2e-main-job/; the pictures the docs show (DOC_SHOTS) are written to
+docs/screenshots/ on every run, from the running app, so they cannot go stale (issue 30
+item 1; test_docs_screenshots.py checks the docs name no others).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 
@@ -69,10 +70,26 @@ def worker(celery_worker_factory):  # noqa: F811
     app.conf.task_default_queue = old_queue
 
 
-def _to_docs(shot, name: str) -> None:
-    """Refresh a README/docs screenshot when asked (SNAGLIST_UPDATE_DOCS=1), not on every run."""
-    if os.environ.get("SNAGLIST_UPDATE_DOCS") == "1":
-        shutil.copy(shot, PROJECT_ROOT / "docs" / "screenshots" / name)
+#: Every picture docs/*.md and README.md show, by the step of this test that makes it.
+DOC_SHOTS = {
+    "reviewer queue": "reviewer-queue.png",
+    "review page": "review-page.png",
+    "decision panel errors in place": "decision-panel-errors-in-place.png",
+    "correction proposed": "correction-proposed.png",
+    "approvals": "approvals.png",
+    "corrected-1 published": "corrected-1-published.png",
+    "re-scoring complete": "re-scoring-complete.png",
+    "leaderboard original vs corrected": "leaderboard.png",
+    "methodology report": "methodology-report.png",
+}
+DOCS_SHOTS_DIR = PROJECT_ROOT / "docs" / "screenshots"
+
+
+def _shot(shots: Shots, page, label: str) -> None:
+    """Take the step's screenshot; a step the docs show is also written to docs/screenshots/."""
+    path = shots.take(page, label)
+    if label in DOC_SHOTS:
+        shutil.copy(path, DOCS_SHOTS_DIR / DOC_SHOTS[label])
 
 
 def _scores(page) -> dict[str, str]:
@@ -108,7 +125,7 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     page.wait_for_selector("text=Review queue")
     first_row = page.locator("#queue-results tbody tr").first
     assert CLASS_MA in first_row.inner_text(), "both judges flagged + consensus should sort first"
-    shots.take(page, "reviewer queue")
+    _shot(shots, page, "reviewer queue")
 
     page.locator("body").press("c")  # claim the top item with the keyboard
     page.wait_for_url(re.compile(r"/review/items/\d+/"))
@@ -120,8 +137,7 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     grades_table = page.locator("table.grades-table tbody tr")
     assert grades_table.count() == 6, "every model's response with both judges' grades"
     assert "5 of 6 models graded 0 by both judges" in body
-    shots.take(page, "review page")
-    _to_docs(shots.folder / f"{shots.n:02d}-review-page.png", "review-page.png")
+    _shot(shots, page, "review page")
 
     # The decision panel (issue 18): a refused submit swaps in only its fragment, focus on
     # the first error.
@@ -131,7 +147,7 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     assert page.locator("#decide-panel").count() == 1
     assert re.search(r"/review/items/\d+/$", page.url)
     assert page.evaluate("document.activeElement.name") == "locator_exists"
-    shots.take(page, "decision panel errors in place")
+    _shot(shots, page, "decision panel errors in place")
 
     panel = page.locator("#decide-panel")
     panel.get_by_role("group", name="Does the locator exist in that edition?").get_by_label(
@@ -151,7 +167,7 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     panel.get_by_label("Then open the next item").uncheck()  # stay on this item
     panel.get_by_role("button", name=re.compile("Record decision")).click()
     page.wait_for_selector("text=sent for an editor's approval")
-    shots.take(page, "correction proposed")
+    _shot(shots, page, "correction proposed")
     assert CitationCheck.objects.get(item__question__question_id=CLASS_MA).amended == "yes"
     proposal = Proposal.objects.get(item__question__question_id=CLASS_MA, status="pending")
     assert proposal.author.username == "reviewer" and proposal.answer == NEW_ANSWER
@@ -183,7 +199,7 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     assert own.get_by_role("button", name="Approve").count() == 0
     assert "your own proposal" in own.inner_text().lower()
     assert NEW_ANSWER in theirs.inner_text(), "the diff shows the new answer"
-    shots.take(page, "approvals")
+    _shot(shots, page, "approvals")
     theirs.get_by_label("Comment (optional)").fill("Checked against SI 2024/141.")
     theirs.get_by_role("button", name="Approve").click()
     page.wait_for_selector("text=approved")
@@ -207,7 +223,7 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
         "Publish corrected-1? Its 1 change will count for scoring, and the edition can never "
         "be changed again. 1 proposal is still awaiting approval and will not be in it."
     ]
-    shots.take(page, "corrected-1 published")
+    _shot(shots, page, "corrected-1 published")
     corrected = KeyEdition.objects.get(name="corrected-1")
     assert corrected.status == "published" and corrected.entries.count() == 1
     ctx.close()
@@ -239,7 +255,7 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
         timeout=90_000,
     )
     page.wait_for_selector("text=Complete", timeout=30_000)
-    shots.take(page, "re-scoring complete")
+    _shot(shots, page, "re-scoring complete")
 
     page.goto(f"{base}/leaderboard/{BENCHMARK}/?edition=corrected-1&compare=original")
     page.wait_for_selector("table")
@@ -260,15 +276,12 @@ def test_main_job_end_to_end(demo, worker, live_server, chromium):
     # Q046 moved from 0+0 to 2+2 agreed, so its points rise by 2 on a denominator of
     # 2 x 37: +2/74 = +2.70 points.
     assert changes["model-a"][7] == "+2.70", changes["model-a"]
-    shots.take(page, "leaderboard original vs corrected")
-    _to_docs(
-        shots.folder / f"{shots.n:02d}-leaderboard-original-vs-corrected.png", "leaderboard.png"
-    )
+    _shot(shots, page, "leaderboard original vs corrected")
 
     page.goto(f"{base}/report/{BENCHMARK}/?edition=corrected-1&compare=original")
     report = page.locator("main").inner_text()
     assert re.search(r"Corrected\D{0,40}1\b", report), report[:2000]
-    shots.take(page, "methodology report")
+    _shot(shots, page, "methodology report")
     ctx.close()
 
     # --------------------------------------------------- htmx habits, as the reviewer

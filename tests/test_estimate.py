@@ -86,7 +86,8 @@ def test_estimate_by_hand_with_the_default_ratio(tiny):
     assert est.cost_live is None and est.cost_batch is None  # j2 has no price
     assert "4 characters a token (default" in j1.basis and "max_tokens" in j1.basis
     assert any("j2 has no live price" in n for n in est.notes)
-    assert any("not included" in n for n in est.notes)  # retries are not estimated
+    # re-asks of stored unparsed replies are pairs; retries while the run goes are not
+    assert any("re-asks of stored unparsed replies included" in n for n in est.notes)
     assert "cost unknown: judge j2 has no price" in estimate_summary(est)
     # money as strings in JSON, None where unknown
     doc = est.as_json()

@@ -166,11 +166,27 @@ def test_class_ma_preview_then_publish_buys_nothing_twice(transactional_db, live
     assert (
         "Not graded yet: 6 responses × 2 judges" in page.locator(f"#change-{CLASS_MA}").inner_text()
     )
+    # Every tile says it is partial (issue 30 item 6): the largest move from leaving Q004
+    # out does not read as a result, and the estimate is the approvals page's (15 calls).
+    tiles = page.locator("dl.figures > div")
+    assert tiles.count() >= 4
+    for i in range(tiles.count()):
+        assert "partial" in tiles.nth(i).inner_text() or "graded changes only" in (
+            tiles.nth(i).inner_text()
+        ), tiles.nth(i).inner_text()
+    assert "more than the band gap" not in page.locator("dl.figures").inner_text()
+    assert "Estimate: about 15 calls" in page.locator("#preview-estimate").inner_text()
     shots.take(page, "draft impact before the preview re-score")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.locator("dl.figures").scroll_into_view_if_needed()
+    assert page.locator("dl.figures .tile-partial").first.is_visible()
+    shots.take(page, "draft impact tiles at 390 px", full_page=False)
+    page.set_viewport_size({"width": 1366, "height": 900})
 
     calls_before = JudgeCall.objects.count()
     page.get_by_role("button", name="Preview re-score").click()
     page.wait_for_selector("#impact-final")
+    assert page.locator("dl.figures .tile-partial").count() == 0
     shots.take(page, "draft impact after the preview re-score")
     preview = ScoringRun.objects.get(edition=draft)
     assert preview.status == "complete" and preview.created_by == users["editor"]
@@ -336,7 +352,17 @@ def test_approvals_show_a_pending_removal_exactly_and_a_correction_its_grading(c
     # model-a: Q046 agreed 0+0 on 37 counted (hand check): 64/74 -> 64/72, +2.40 points.
     assert round(without_q["model-a"] - with_q["model-a"], 2) == 2.40
     assert "a preview re-score grades its 6 responses × 2 judges = 12 grades" in html
-    # Its estimate renders the 12 prompts from the proposed answer (an unsaved key entry);
-    # the demo's reference judges have no price, which the sentence says.
-    assert "Estimate for grading it: about 12 calls" in html
+    # Its estimate is the run's (scoring.estimate.estimate_run, issue 30 item 6): the 12
+    # prompts rendered from the proposed answer (an unsaved key entry) and the 3 replies
+    # the bundle holds unparsed, which every run asks again (tests/test_e2e_main_job.py:
+    # the run after publishing one correction needed 15). The demo's reference judges
+    # have no price, which the sentence says.
+    assert "Estimate for grading it: about 15 calls" in html
+    assert "re-asks of unparsed replies counted" in html
     assert "cost unknown: judges ref-lenient, ref-strict have no price" in html
+    # Approved, the draft's impact page estimates the same run with the same function.
+    correction = other.proposals.get(status="pending")
+    services.proposal_approve(proposal=correction, user=demo["editor"])
+    draft = KeyEdition.objects.get(benchmark__name=BENCHMARK, status="draft")
+    page = client.get(f"/editions/{BENCHMARK}/{draft.name}/impact/").content.decode()
+    assert "Estimate: about 15 calls" in page

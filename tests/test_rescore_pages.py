@@ -42,20 +42,29 @@ def data():
 
 @pytest.mark.parametrize("role", ["reviewer", "editor", None])
 def test_runs_pages_and_api_are_for_admins_only(client, data, role):
+    """The list, starting, cancelling and resuming are an admin's; an editor may watch one
+    run read-only (issue 30 item 5: test_editors_watch_a_run_read_only)."""
     run = services.scoring_run_create(
         edition=data.original, judges=data.auditors, kind="audit", enqueue=False
     )
     client.force_login(_user("someone", role))
-    for name, kwargs in [
-        ("scoring:runs", {}),
-        ("scoring:run-detail", {"pk": run.pk}),
-        ("scoring:run-progress", {"pk": run.pk}),
+    watch = (
+        []
+        if role == "editor"
+        else [
+            ("scoring:run-detail", {"pk": run.pk}, "Only an editor or an admin may watch"),
+            ("scoring:run-progress", {"pk": run.pk}, "Only an editor or an admin may watch"),
+        ]
+    )
+    for name, kwargs, why in [
+        ("scoring:runs", {}, "Only an admin may see or start re-scoring runs."),
+        *watch,
     ]:
         refused = client.get(reverse(name, kwargs=kwargs))
         assert refused.status_code == 403
         # The site's own "Not allowed" page (templates/403.html), not Django's bare one.
         assert [t.name for t in refused.templates][:2] == ["403.html", "base.html"]
-        assert "Only an admin may see or start re-scoring runs." in refused.content.decode()
+        assert why in refused.content.decode()
     for name, kwargs in [
         ("scoring:run-create", {}),
         ("scoring:run-cancel", {"pk": run.pk}),
@@ -214,3 +223,34 @@ def test_run_page_resume_and_cancel_buttons_go_when_the_run_ends(admin_client, d
     ScoringRun.objects.filter(pk=run.pk).update(status="complete", done=8, graded=8)
     polled = admin_client.get(f"/runs/{run.pk}/progress/?actions=1").content.decode()
     assert "Cancel run" not in polled and "Resume" not in polled and "complete" in polled
+
+
+def test_editors_watch_a_run_read_only(client, data):
+    """Issue 30 item 5: an editor opens a run's page and its progress (no Resume or Cancel,
+    no list of all runs); the published edition's page links the run for them."""
+    run = services.scoring_run_create(
+        edition=data.original, judges=data.judges, kind="grade", enqueue=False
+    )
+    client.force_login(_user("ed", "editor"))
+    page = client.get(reverse("scoring:run-detail", kwargs={"pk": run.pk}))
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert f"Run {run.pk}:" in body and "watching this run read-only" in body
+    assert "Cancel run" not in body and "run-resume" not in body and 'href="/runs/"' not in body
+    progress = client.get(
+        reverse("scoring:run-progress", kwargs={"pk": run.pk}) + "?actions=1"
+    ).content.decode()
+    assert "Cancel run" not in progress
+    assert client.post(reverse("scoring:run-cancel", kwargs={"pk": run.pk})).status_code == 403
+    run.refresh_from_db()
+    assert run.status == "pending"
+    # the edition's page names the re-scoring run as a link for the editor
+    from django.utils import timezone
+
+    from scoring.models import RescoreRequest
+
+    RescoreRequest.objects.create(edition=data.original, run=run, started_at=timezone.now())
+    edition_page = client.get(
+        reverse("review:edition", args=[data.benchmark.name, data.original.name])
+    ).content.decode()
+    assert f'<a href="/runs/{run.pk}/">run {run.pk}</a>' in edition_page

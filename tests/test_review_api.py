@@ -293,3 +293,36 @@ def test_log_page_and_api_accept_the_same_filters_and_dates(client, world, revie
     assert api_for(admin).get("/api/review/log/?action=review_item.grab").status_code == 400
     bad = client.get("/log/?action=review_item.grab").content.decode()
     assert "No such action, so not applied: review_item.grab" in bad
+
+
+def test_checking_an_item_another_reviewer_holds_is_409_as_the_schema_says(
+    world, reviewer, reviewer2, admin
+):
+    """Issue 30 item 4: the claim endpoint and the schema answer 409 for an item held by
+    someone else; the citation check and the proposal answer the same, naming the holder."""
+    item = ReviewItemFactory(question=world.q(1), benchmark=world.benchmark)
+    held = services.review_item_claim(item=item, user=reviewer)
+    other = api_for(reviewer2)
+    assert other.post(f"/api/review/items/{item.pk}/claim/").status_code == 409
+    check = other.post(
+        f"/api/review/items/{item.pk}/checks/",
+        {
+            "version": held.version,
+            "locator_exists": "yes",
+            "supports": "yes",
+            "edition_in_force": "yes",
+            "amended": "no",
+        },
+        format="json",
+    )
+    assert check.status_code == 409
+    assert check.json()["detail"].startswith("reviewer holds this item now")
+    proposal = other.post(
+        f"/api/review/items/{item.pk}/proposals/",
+        {"version": held.version, "action": "confirm"},
+        format="json",
+    )
+    assert proposal.status_code == 409
+    assert not held.checks.exists() and not held.proposals.exists()
+    schema = api_for(admin).get("/api/schema/?format=json").json()
+    assert "409" in schema["paths"]["/api/review/items/{id}/checks/"]["post"]["responses"]

@@ -7,7 +7,7 @@ import pytest
 
 from core.models import AuditLogEntry
 from review import services
-from review.errors import ConflictError, InvalidInputError, NotAllowedError
+from review.errors import ConflictError, HeldElsewhereError, InvalidInputError
 from review.models import CitationCheck, Proposal, ReviewItem
 from tests.factories import ReviewItemFactory
 from tests.review_fixtures import *  # noqa: F403
@@ -120,7 +120,7 @@ def test_stale_version_and_someone_elses_item_write_nothing(items, reviewer, rev
         services.item_decide(
             item=item, user=reviewer, version=stale, check=CHECK, outcome={"action": "confirm"}
         )
-    with pytest.raises(NotAllowedError):
+    with pytest.raises(HeldElsewhereError, match="reviewer holds this item now"):
         services.item_decide(
             item=item,
             user=reviewer2,
@@ -201,7 +201,7 @@ def test_a_save_refused_after_reassignment_keeps_what_was_typed_disabled(
     client.force_login(reviewer)
     response = client.post(f"/review/items/{item.pk}/decide/", typed, HTTP_HX_REQUEST="true")
     body = response.content.decode()
-    assert response.status_code == 403
+    assert response.status_code == 409  # reviewer2 holds it now
     assert "<html" not in body and 'id="decide-panel"' in body
     assert '<fieldset class="decide-fields" disabled>' in body and "data-stale" in body
     assert "typed answer 150 mm" in body and "typed evidence note" in body
@@ -213,7 +213,7 @@ def test_a_save_refused_after_reassignment_keeps_what_was_typed_disabled(
     # Without htmx the whole page comes back, the panel in it refused the same way.
     full = client.post(f"/review/items/{item.pk}/decide/", typed)
     page = full.content.decode()
-    assert full.status_code == 403 and "<html" in page
+    assert full.status_code == 409 and "<html" in page
     assert '<fieldset class="decide-fields" disabled>' in page and "typed evidence note" in page
 
 
@@ -289,3 +289,123 @@ def test_neighbouring_passages_follow_reading_order_and_open_in_place(
     assert "Paragraph 0: the minimum bearing is 100 mm" in body[prev_at:next_at]
     assert "Paragraph 2: the minimum bearing is 102 mm" in body[next_at:]
     assert body.count('<details class="neighbour">') == 2
+
+
+FAILED_CHECK = {**CHECK, "supports": "no"}
+
+
+def test_confirming_over_a_failed_check_or_strong_evidence_needs_a_one_line_reason(
+    world, reviewer, editor
+):
+    """Issue 30 item 2: `1111 a s` confirmed Q004 over its failed citation check. A
+    confirmation against the reviewer's own failed check, or against strong queue
+    evidence, is refused until a one-line reason is given; the reason is kept."""
+    strong = ReviewItemFactory(
+        question=world.q(1),
+        benchmark=world.benchmark,
+        source="superseded_citation",
+        reasons="900 mm is not stated in ADB-V1 3.60, which gives 1100 mm.",
+    )
+    item = services.review_item_claim(item=strong, user=reviewer)
+    confirm = {"action": "confirm"}
+    with pytest.raises(InvalidInputError) as refused:
+        services.item_decide(
+            item=item, user=reviewer, version=item.version, check=CHECK, outcome=confirm
+        )
+    (message,) = refused.value.errors["override_reason"]
+    assert "900 mm is not stated in ADB-V1 3.60, which gives 1100 mm" in message
+    assert _written(item)[:2] == (0, 0)
+    with pytest.raises(InvalidInputError, match="One line"):
+        services.item_decide(
+            item=item,
+            user=reviewer,
+            version=item.version,
+            check=CHECK,
+            outcome={**confirm, "override_reason": "first\nsecond"},
+        )
+    _check, proposal = services.item_decide(
+        item=item,
+        user=reviewer,
+        version=item.version,
+        check=CHECK,
+        outcome={**confirm, "override_reason": "  ADB-V1 3.60 was amended to 900 mm in 2020.  "},
+    )
+    assert proposal.override_reason == "ADB-V1 3.60 was amended to 900 mm in 2020."
+    entry = AuditLogEntry.objects.get(action="proposal.create", target_id=str(proposal.pk))
+    assert entry.after["override_reason"] == proposal.override_reason
+
+    # a weak source (one auditor), but the reviewer's own check says "does not support"
+    weak = services.review_item_claim(
+        item=ReviewItemFactory(question=world.q(2), benchmark=world.benchmark), user=reviewer
+    )
+    with pytest.raises(InvalidInputError) as refused:
+        services.item_decide(
+            item=weak, user=reviewer, version=weak.version, check=FAILED_CHECK, outcome=confirm
+        )
+    assert "your check says the passage does not support the key" in str(refused.value)
+    # the same weak item with a passing check confirms without a reason
+    _c, plain = services.item_decide(
+        item=weak, user=reviewer, version=weak.version, check=CHECK, outcome=confirm
+    )
+    assert plain.override_reason == ""
+
+
+def test_the_override_reason_is_asked_in_the_panel_and_shown_to_editors(
+    client, world, reviewer, editor
+):
+    strong = ReviewItemFactory(
+        question=world.q(1),
+        benchmark=world.benchmark,
+        source="consensus_against_key",
+        reasons="5 of 6 models at the lowest grade.",
+    )
+    item = services.review_item_claim(item=strong, user=reviewer)
+    client.force_login(reviewer)
+    page = client.get(f"/review/items/{item.pk}/").content.decode()
+    assert "Why the key stands (one line)" in page
+    assert "Confirming goes against the queue&#x27;s evidence (5 of 6 models" in page
+    data = {"version": item.version, **CHECK, "action": "confirm"}
+    refused = client.post(f"/review/items/{item.pk}/decide/", data, HTTP_HX_REQUEST="true")
+    assert refused.status_code == 422
+    assert "say in one line why the key stands" in refused.content.decode()
+    done = client.post(
+        f"/review/items/{item.pk}/decide/",
+        {**data, "override_reason": "The models read the 2010 table."},
+    )
+    assert done.status_code == 303
+    client.force_login(editor)
+    shown = client.get(f"/review/items/{item.pk}/").content.decode()
+    assert "Key confirmed over standing evidence" in shown
+    assert "The models read the 2010 table." in shown
+
+
+def test_approvals_flag_a_proposal_whose_check_contradicts_its_reason(
+    client, items, reviewer, editor
+):
+    """Issue 30 item 1: reason "Amended or repealed since" with "amended: no" in the same
+    decision reaches the editor with a warning naming both."""
+    item = services.review_item_claim(item=items[0], user=reviewer)
+    services.item_decide(
+        item=item,
+        user=reviewer,
+        version=item.version,
+        check={**CHECK, "amended": "no"},
+        outcome={**CORRECTION, "reason": "amended_or_repealed"},
+    )
+    client.force_login(editor)
+    body = client.get("/review/approvals/").content.decode()
+    assert "The proposal contradicts its own check:</strong> the reason is" in body
+    assert "Amended or repealed since\u201d but the citation check says not amended" in body
+    # the same proposal with "amended: yes" carries no warning
+    other = services.review_item_claim(item=items[1], user=reviewer)
+    services.item_decide(
+        item=other,
+        user=reviewer,
+        version=other.version,
+        check={**CHECK, "amended": "yes"},
+        outcome={**CORRECTION, "reason": "amended_or_repealed"},
+    )
+    body = client.get("/review/approvals/").content.decode()
+    assert body.count("The proposal contradicts its own check") == 1
+    assert services.check_contradictions("amended_or_repealed", {"amended": "unknown"}) == []
+    assert services.check_contradictions("superseded_edition", {"edition_in_force": "yes"})

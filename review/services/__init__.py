@@ -36,6 +36,8 @@ from review.services.items import (
     review_items_file,
 )
 from review.services.proposals import (
+    CONTRADICTIONS,
+    check_contradictions,
     citation_check_record,
     item_decide,
     proposal_approve,
@@ -43,6 +45,7 @@ from review.services.proposals import (
     proposal_reject,
     proposal_withdraw,
     proposals_approve,
+    standing_evidence,
 )
 
 __all__ = [
@@ -56,7 +59,10 @@ __all__ = [
     "proposal_approve",
     "proposal_create",
     "proposal_reject",
+    "CONTRADICTIONS",
+    "check_contradictions",
     "proposal_withdraw",
+    "standing_evidence",
     "proposals_approve",
     "review_item_claim",
     "review_item_claim_next",

@@ -13,8 +13,10 @@ from django.utils import timezone
 
 from core.models import AuditLogEntry
 from core.services import audit_entry
+from review import permissions
 from review.errors import (
     ConflictError,
+    HeldElsewhereError,
     NotAllowedError,
 )
 from review.models import ReviewItem
@@ -104,15 +106,23 @@ def _require(allowed: bool, message: str) -> None:
         raise NotAllowedError(message)
 
 
-def _claim_needed(item: ReviewItem, user, doing: str) -> str:
-    """The refusal for acting on an item one does not hold: who holds it, if anyone else."""
+def _require_claim(allowed: bool, item: ReviewItem, user, doing: str) -> None:
+    """Refuse acting on an item one does not hold: HeldElsewhereError (409) when another
+    user holds it and `user` is a reviewer (who could hold it), naming the holder;
+    NotAllowedError (403) otherwise (no reviewer role, or nobody else holds it)."""
+    if allowed:
+        return
     holder = item.claimed_by
-    if holder is not None and holder.pk != getattr(user, "pk", None):
-        return (
+    if (
+        holder is not None
+        and holder.pk != getattr(user, "pk", None)
+        and permissions.can_claim(user)
+    ):
+        raise HeldElsewhereError(
             f"{holder.get_username()} holds this item now (it was claimed or reassigned "
             f"after you opened it), so {doing} was not saved"
         )
-    return f"claim the item before {doing} can be saved"
+    raise NotAllowedError(f"claim the item before {doing} can be saved")
 
 
 def _bump(item: ReviewItem, **fields) -> None:

@@ -29,17 +29,18 @@ from review.models import (
     CitationCheck,
     Proposal,
     ReviewItem,
+    Source,
 )
 from review.selectors import entry_for_question, working_edition
 from review.services.common import (
     _bump,
     _check_version,
     _claim_deadline,
-    _claim_needed,
     _item_state,
     _lock_item,
     _log_item,
     _require,
+    _require_claim,
 )
 from review.services.editions import draft_edition_get_or_create
 
@@ -75,9 +76,7 @@ def citation_check_record(
         raise InvalidInputError(errors)
     with transaction.atomic():
         locked = _lock_item(item)
-        _require(
-            permissions.can_check(user, locked), _claim_needed(locked, user, "the citation check")
-        )
+        _require_claim(permissions.can_check(user, locked), locked, user, "the citation check")
         _check_version(locked, version)
         entry = entry_for_question(locked.question, working_edition(locked.benchmark))
         check = CitationCheck.objects.create(
@@ -117,6 +116,90 @@ def citation_check_record(
     return check
 
 
+#: Queue evidence strong enough that confirming the key over it needs a stated reason:
+#: the machine's citation check failed (superseded_citation), or models or judges stand
+#: against the key (issue 30 item 2). One judge's flag or one auditor is not enough.
+STRONG_SOURCES = frozenset(
+    {
+        Source.SUPERSEDED_CITATION,
+        Source.CONSENSUS_AGAINST_KEY,
+        Source.MODELS_AGAINST_KEY,
+        Source.PANEL_AGAINST_KEY,
+        Source.RESPONSES_AGREE_AGAINST_KEY,
+    }
+)
+#: A proposal's reason -> the citation-check answers that contradict it (issue 30 item 1:
+#: "Amended or repealed since" with "amended: no" went unnoticed). The decision panel
+#: warns before saving (static/js/review.js reads this table from the page) and the
+#: approvals page flags the proposal to the editor.
+CONTRADICTIONS: dict[str, tuple[str, str, str]] = {
+    # reason: (check field, the answer that contradicts it, that answer in words)
+    KeyEntry.Reason.AMENDED_OR_REPEALED: ("amended", "no", "not amended or repealed since"),
+    KeyEntry.Reason.SUPERSEDED_EDITION: ("edition_in_force", "yes", "the edition is in force"),
+}
+
+
+def check_contradictions(reason: str, check: dict[str, str] | CitationCheck | None) -> list[str]:
+    """Return, in words, where a citation check contradicts the proposal `reason` ([]: none).
+
+    `check` is a CitationCheck or a dict of its answers. E.g. reason "amended_or_repealed"
+    with amended "no" gives ['the reason is "Amended or repealed since" but the citation
+    check says not amended or repealed since']. Rules: CONTRADICTIONS.
+    """
+    if check is None or reason not in CONTRADICTIONS:
+        return []
+    field, answer, words = CONTRADICTIONS[reason]
+    given = check.get(field) if isinstance(check, dict) else getattr(check, field)
+    if given != answer:
+        return []
+    return [
+        f"the reason is \u201c{KeyEntry.Reason(reason).label}\u201d but the citation check says {words}"
+    ]
+
+
+#: Longest override reason (Proposal.override_reason), one line.
+OVERRIDE_REASON_MAX = 200
+
+
+def standing_evidence(item: ReviewItem, check: CitationCheck | None) -> list[str]:
+    """Return, in words, what a confirmation of `item`'s key would go against ([] if nothing).
+
+    `check` is the confirming reviewer's citation check (None: none recorded). It stands
+    against the key when it says the locator does not exist or the passage does not
+    support the key (a superseded edition may still be the one the question asks about);
+    the item's queue evidence does when
+    its sources include one of STRONG_SOURCES (then the item's reasons are quoted). Both
+    pages (the decision panel) and the API ask proposal_create, which asks this.
+    """
+    out = []
+    if check is not None:
+        if check.locator_exists == CitationCheck.YesNo.NO:
+            out.append("your check says the locator does not exist")
+        if check.supports == CitationCheck.Supports.NO:
+            out.append("your check says the passage does not support the key")
+    if STRONG_SOURCES.intersection(item.sources or [item.source]):
+        out.append(f"the queue's evidence ({item.reasons.rstrip('.')})")
+    return out
+
+
+def _override_errors(item: ReviewItem, user, override_reason: str) -> dict[str, list[str]]:
+    """Field errors of a confirmation of `item` by `user` with `override_reason` (stripped)."""
+    if "\n" in override_reason or "\r" in override_reason:
+        return {"override_reason": ["One line, please."]}
+    if len(override_reason) > OVERRIDE_REASON_MAX:
+        return {"override_reason": [f"At most {OVERRIDE_REASON_MAX} characters."]}
+    check = item.checks.filter(reviewer=user).order_by("-created_at", "-id").first()
+    standing = standing_evidence(item, check)
+    if standing and not override_reason:
+        return {
+            "override_reason": [
+                f"You are confirming the key although {'; and '.join(standing)}: "
+                "say in one line why the key stands."
+            ]
+        }
+    return {}
+
+
 def _proposal_state(p: Proposal) -> dict[str, Any]:
     return {
         "item": p.item_id,
@@ -130,6 +213,7 @@ def _proposal_state(p: Proposal) -> dict[str, Any]:
         },
         "reason": p.reason,
         "note": p.note,
+        "override_reason": p.override_reason,
         "author": p.author.get_username() if p.author_id else None,
         "decided_by": p.decided_by.get_username() if p.decided_by_id else None,
         "decision_comment": p.decision_comment,
@@ -181,6 +265,7 @@ def proposal_create(
     citation_quote: str = "",
     reason: str = "",
     note: str = "",
+    override_reason: str = "",
 ) -> Proposal:
     """Propose an outcome for a claimed item: confirm the key, a correction or a removal.
 
@@ -190,8 +275,11 @@ def proposal_create(
     (no editor) and logged as proposal.create and review_item.close; with the setting on it
     waits for approval like the others. A correction must
     change the answer or the citation and name a known document; corrections and
-    removals need a reason. Raises InvalidInputError (field errors), NotAllowedError,
-    ConflictError.
+    removals need a reason. A confirmation over standing evidence (standing_evidence: the
+    author's citation check or strong queue evidence against the key) needs
+    `override_reason`, one line of at most OVERRIDE_REASON_MAX characters, kept on the
+    proposal and shown to editors (issue 30 item 2); other actions drop it. Raises
+    InvalidInputError (field errors), NotAllowedError, HeldElsewhereError, ConflictError.
     """
     errors: dict[str, list[str]] = {}
     if action not in Proposal.Action.values:
@@ -206,7 +294,7 @@ def proposal_create(
         raise InvalidInputError(errors)
     with transaction.atomic():
         locked = _lock_item(item)
-        _require(permissions.can_propose(user, locked), _claim_needed(locked, user, "a proposal"))
+        _require_claim(permissions.can_propose(user, locked), locked, user, "a proposal")
         _check_version(locked, version)
         if locked.status != ReviewItem.Status.CLAIMED:
             raise InvalidTransitionError("the item already has a proposal awaiting approval")
@@ -219,6 +307,11 @@ def proposal_create(
                 raise InvalidInputError(errors)
         elif action != Proposal.Action.CORRECT:
             answer = citation_doc_id = citation_locator = citation_quote = ""
+        override_reason = override_reason.strip() if action == Proposal.Action.CONFIRM else ""
+        if action == Proposal.Action.CONFIRM:
+            errors = _override_errors(locked, user, override_reason)
+            if errors:
+                raise InvalidInputError(errors)
         proposal = Proposal.objects.create(
             item=locked,
             author=user,
@@ -230,6 +323,7 @@ def proposal_create(
             citation_quote=citation_quote,
             reason=reason if action != Proposal.Action.CONFIRM else (reason or ""),
             note=note,
+            override_reason=override_reason,
         )
         before = _item_state(locked)
         if action == Proposal.Action.CONFIRM and not settings.SNAGLIST_CONFIRMATION_NEEDS_APPROVAL:

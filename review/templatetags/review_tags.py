@@ -7,7 +7,7 @@ import json
 import re
 
 from django import template
-from django.utils.html import escape
+from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
 from core import actions
@@ -143,26 +143,48 @@ def status_label(status: str) -> str:
 _WORDS = re.compile(r"\d+(?:[.,]\d+)*|\w+|\s+|[^\s\w]")
 
 
+# below this share of words kept, a diff is shown as the old and new text whole
+WHOLE_BELOW = 0.5
+
+
+def _is_word(token: str) -> bool:
+    return not token.isspace() and bool(re.match(r"\w", token))
+
+
 @register.simple_tag
 def word_diff(old, new) -> str:
     """Return HTML marking word-level changes from `old` to `new` (issue 18 item 4).
 
     Both are split into words, punctuation marks and runs of white space; difflib's
     SequenceMatcher aligns them, and each changed run is shown as <del class="diff-old">
-    (removed) followed by <ins class="diff-new"> (added), the unchanged words plain, so
-    "900 mm" -> "1100 mm" marks only the number (a number keeps its decimal point and
-    thousands commas: "3.60" -> "3.61" is one change). Every piece of text is HTML-escaped.
-    None counts as "".
+    (removed), a space, then <ins class="diff-new"> (added), the unchanged words plain, so
+    "900 mm" -> "1100 mm" marks only the number and reads "900 1100 mm", never "9001100"
+    (a number keeps its decimal point and thousands commas: "3.60" -> "3.61" is one
+    change). When fewer than WHOLE_BELOW of the words are kept (2 x kept / (old words +
+    new words), punctuation not counted), a rewrite, the old text and the new are shown
+    whole, one above the other (<del class="diff-old diff-whole"> then <ins class="diff-new
+    diff-whole">; issue 30 item 7). Every piece of text is HTML-escaped. None counts as "".
     """
     a = _WORDS.findall(old or "")
     b = _WORDS.findall(new or "")
+    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    kept = sum(1 for op, i1, i2, _, _ in opcodes if op == "equal" for t in a[i1:i2] if _is_word(t))
+    words = sum(1 for t in a if _is_word(t)) + sum(1 for t in b if _is_word(t))
+    if a and b and 2 * kept < WHOLE_BELOW * words:
+        return format_html(
+            '<del class="diff-old diff-whole">{}</del> <ins class="diff-new diff-whole">{}</ins>',
+            old,
+            new,
+        )
     parts: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in opcodes:
         if op == "equal":
             parts.append(escape("".join(a[i1:i2])))
             continue
         if i2 > i1:
             parts.append(f'<del class="diff-old">{escape("".join(a[i1:i2]))}</del>')
+        if i2 > i1 and j2 > j1:
+            parts.append(" ")
         if j2 > j1:
             parts.append(f'<ins class="diff-new">{escape("".join(b[j1:j2]))}</ins>')
     return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped

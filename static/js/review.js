@@ -40,7 +40,8 @@
     if (radio) {
       radio.checked = true;
       showOutcomeFields(form);
-      var first = form.querySelector("[data-first-field]:not([hidden]) textarea, [data-first-field]:not([hidden]) select") || radio;
+      var first = form.querySelector("[data-first-field]:not([hidden]) textarea, [data-first-field]:not([hidden]) select, [data-first-field]:not([hidden]) input[type=text]") || radio;
+      warnContradiction(form);
       first.focus();
       first.scrollIntoView({ block: "nearest" });
     }
@@ -54,7 +55,26 @@
     button.setAttribute("aria-expanded", open ? "true" : "false");
     button.firstChild.textContent = open ? "Collapse all responses " : "Expand all responses ";
   });
+  // A reason the panel's own check contradicts ("Amended or repealed since" with "amended:
+  // no"): warn before saving. The rules come from the page (review.services.CONTRADICTIONS).
+  function warnContradiction(form) {
+    var box = document.getElementById("decide-contradiction");
+    var rules = document.getElementById("decide-contradictions");
+    if (!form || !box || !rules) return;
+    var table = JSON.parse(rules.textContent);
+    var action = form.querySelector('input[name="action"]:checked');
+    var reason = form.querySelector('select[name="reason"]');
+    var rule = action && action.value !== "confirm" && reason ? table[reason.value] : null;
+    var given = rule ? form.querySelector('input[name="' + rule.field + '"]:checked') : null;
+    if (rule && given && given.value === rule.answer) {
+      box.textContent = "Check before saving: " + rule.text + ". Change the reason or the answer, or say why in the evidence note.";
+      box.hidden = false;
+    } else {
+      box.hidden = true;
+    }
+  }
   document.addEventListener("change", function (event) {
+    if (event.target.form && event.target.form.id === "decide-form") warnContradiction(event.target.form);
     if (event.target.name === "action") showOutcomeFields(event.target.form);
     var decide = document.getElementById("decide-form");
     if (decide && decide.contains(event.target)) markCurrent(decide);
@@ -115,6 +135,24 @@
       if (refused) refused.focus();
     } else if (decide) focusFirstError(decide);
   }
+  // The decision column scrolls inside itself when taller than the screen; its height is
+  // what is left of the screen below its top, so its bottom (and "Record decision", sticky
+  // there) is always on screen, also before the page is scrolled (issue 30 item 3). CSS
+  // alone gives it the whole screen's height, which ran past the fold under the header.
+  function fitDecisionColumn() {
+    var column = document.querySelector(".decision-column");
+    if (!column) return;
+    if (getComputedStyle(column).position !== "sticky") {
+      column.style.maxHeight = "";
+      return;
+    }
+    var top = Math.max(column.getBoundingClientRect().top, 8);
+    column.style.maxHeight = Math.max(window.innerHeight - top - 8, 240) + "px";
+  }
   document.addEventListener("DOMContentLoaded", init);
   document.addEventListener("htmx:afterSwap", init);
+  document.addEventListener("DOMContentLoaded", fitDecisionColumn);
+  document.addEventListener("htmx:afterSwap", fitDecisionColumn);
+  window.addEventListener("scroll", fitDecisionColumn, { passive: true });
+  window.addEventListener("resize", fitDecisionColumn);
 })();
