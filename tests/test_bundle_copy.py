@@ -10,7 +10,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from interchange.bundles import import_bundle
-from interchange.bundles.import_base import ImportBase, copyable
+from interchange.bundles.import_base import ImportBase, _prepared, copyable
 from questions.models import (
     Benchmark,
     KeyEdition,
@@ -130,3 +130,25 @@ def test_a_full_import_through_copy_then_a_reimport_writes_nothing(tmp_path):
     again = import_bundle(folder)
     assert again.already_imported
     assert Grade.objects.filter(judge__benchmark=bench).count() == counts["grades.jsonl"]
+
+
+@pytest.mark.django_db
+def test_the_shortcut_gives_what_get_db_prep_save_gives_for_every_field():
+    objs = [
+        Grade(response_id=7, judge_id=3, key_entry_id=5, grade=True, rationale="r"),
+        Grade(response_id=7, judge_id=3, key_entry_id=5, grade=None, flag_reason=None),
+        KeyEntry(edition_id=1, question_id=2, reason=KeyEntry.Reason.OTHER, removed=1, note="n"),
+        Response(question_id=1, model_id=2, text="t"),
+    ]
+    for obj in objs:
+        for field in type(obj)._meta.concrete_fields:
+            if field.attname == "created_at":
+                continue  # auto_now_add: now, differs by microseconds
+            expected = field.get_db_prep_save(field.pre_save(obj, True), connection)
+            got = _prepared(field, connection)(obj)
+            assert got == expected and type(got) is type(expected), (field.name, got, expected)
+    # A bool for an integer grade is coerced as the ORM does, not passed through.
+    assert _prepared(Grade._meta.get_field("grade"), connection)(objs[0]) == 1
+    entry = KeyEntry(edition_id=1, question_id=2)
+    created = _prepared(KeyEntry._meta.get_field("created_at"), connection)(entry)
+    assert created is not None and entry.created_at == created
