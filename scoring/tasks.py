@@ -140,7 +140,7 @@ def grade_chunk(
         return _settle_eagerly(run, pairs, retries, live)
     final = retries >= max_chunk_retries()
     try:
-        with services.RunHeartbeat(run_id):
+        with services.RunHeartbeat(run_id, reclaim=services.free_dead_limiter_slots):
             outcome = services.settle_chunk(
                 run=run, pairs=pairs, final_attempt=final, budget=RunBudget(run), live=live
             )

@@ -31,7 +31,7 @@ from scoring.services.backends import citation_text, judge_backend, judge_backen
 from scoring.services.batch_mode import poll_batches
 from scoring.services.chunks import settle_chunk
 from scoring.services.heartbeat import RunHeartbeat
-from scoring.services.ledger import LOST_DETAIL
+from scoring.services.ledger import LOST_DETAIL, free_dead_limiter_slots
 from scoring.services.pairs import (
     active_graders,
     audit_needed_pairs,
@@ -75,6 +75,7 @@ __all__ = [
     "PairBusy",
     "PairUnavailable",
     "RunHeartbeat",
+    "free_dead_limiter_slots",
     "active_graders",
     "panel_graders",
     "benchmark_graders",

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import timedelta
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from types import TracebackType
 
 from django.utils import timezone
 
 from scoring.models import PairLease, RunItem, ScoringRun
-from scoring.services.tunables import heartbeat_seconds, pair_lease_seconds
+from scoring.services.tunables import heartbeat_seconds, pair_lease_seconds, stall_seconds
 from scoring.services.work import lease_holder
 
 logger = logging.getLogger(__name__)
@@ -52,12 +54,22 @@ class RunHeartbeat:
 
     threaded=False reports once on entry only. The thread holds its
     own database connection, closed when it stops; a failed report is logged and retried at
-    the next beat, never raised into the task.
+    the next beat, never raised into the task. `reclaim(now)`, when given, runs from the same
+    thread once every stall_seconds(): the caller passes ledger.free_dead_limiter_slots, so
+    a live worker frees a killed worker's judge slots even when every task thread is waiting
+    for them and heal_runs is queued behind those tasks (issue 26 item 3's chaos run).
     """
 
-    def __init__(self, run_id: int, *, threaded: bool = True) -> None:
+    def __init__(
+        self,
+        run_id: int,
+        *,
+        threaded: bool = True,
+        reclaim: Callable[[datetime], int] | None = None,
+    ) -> None:
         self.run_id = run_id
         self.threaded = threaded
+        self.reclaim = reclaim
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
 
@@ -73,11 +85,16 @@ class RunHeartbeat:
     def _beat(self) -> None:
         from django.db import connection
 
+        last_reclaim = time.monotonic()
         try:
             while not self.stop.wait(heartbeat_seconds()):
                 try:
                     report_run(self.run_id)
                     renew_leases(self.run_id)
+                    if self.reclaim and time.monotonic() - last_reclaim >= stall_seconds():
+                        last_reclaim = time.monotonic()
+                        if freed := self.reclaim(timezone.now()):
+                            logger.warning("run %s: freed %d dead slot(s)", self.run_id, freed)
                 except Exception:  # noqa: BLE001 - a missed beat is retried at the next
                     logger.warning("run %s: heartbeat failed", self.run_id, exc_info=True)
         finally:

@@ -527,3 +527,21 @@ def live_holders(now: Any) -> set[str]:
     return set(items.values_list("holder", flat=True).distinct()) | set(
         pairs.values_list("holder", flat=True).distinct()
     )
+
+
+def free_dead_limiter_slots(now: Any) -> int:
+    """Free the judge limiter slots of processes without a live pair lease; return how many.
+
+    scoring.judges.limits.free_dead_slots over every judge's lease set, a holder alive when
+    it holds a live lease on a pending pair now (live_holders). Called by heal_runs and by
+    every live worker's heartbeat (RunHeartbeat's `reclaim`), so a killed worker's slots
+    free up even while every worker thread waits on them (issue 26 item 3). No Redis: 0.
+    """
+    from scoring.judges.limits import free_dead_slots
+    from scoring.services.backends import redis_client
+
+    client = redis_client()
+    if client is None:
+        return 0
+    alive = live_holders(now)
+    return free_dead_slots(client, lambda holder: holder in alive)

@@ -28,10 +28,8 @@ from django.utils import timezone
 
 from questions.errors import DomainError, InvalidTransitionError
 from questions.models import KeyEdition
-from scoring.judges.limits import free_dead_slots
 from scoring.models import Judge, RescoreRequest, RunItem, ScoringRun
-from scoring.services.backends import redis_client
-from scoring.services.ledger import free_dead_leases, live_holders
+from scoring.services.ledger import free_dead_leases, free_dead_limiter_slots
 from scoring.services.pairs import (
     audit_needed_pairs,
     graders_for,
@@ -450,7 +448,7 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
 
     now = now or timezone.now()
     done: dict[str, Any] = free_dead_leases(now)
-    done["slots"] = _free_dead_slots(now)
+    done["slots"] = free_dead_limiter_slots(now)
     last_report = Coalesce("reported_at", "created_at")
     stalled = (
         ScoringRun.objects.filter(status__in=ACTIVE_STATUSES)
@@ -496,12 +494,3 @@ def heal_runs(*, now: Any = None) -> dict[str, Any]:
     if done["resent"] or done["leases"] or done["slots"]:
         logger.warning("heal_runs: %s", done)
     return done
-
-
-def _free_dead_slots(now: Any) -> int:
-    """Free the judge limiter slots of processes without a live pair lease (no Redis: 0)."""
-    client = redis_client()
-    if client is None:
-        return 0
-    alive = live_holders(now)
-    return free_dead_slots(client, lambda holder: holder in alive)
