@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 DB_NAME = os.environ.get("BENCH_CHAOS_DB", "snaglist_chaos")
 DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
-KEY_ENV = "SNAGLIST_BENCH_JUDGE_KEY"
+KEY_ENV = "SNAGLIST_JUDGE_KEY_BENCH"  # an allowed key variable (docs/admin.md)
 SECTION = "## Chaos: runs that heal (issue 26 item 3)"
 # The worker's timings (shorter than the defaults, so that a 5-minute window holds many
 # kills; the defaults are 10 s, 60 s and 30 s): a heartbeat every 2 s (a run is stalled after
@@ -264,6 +264,7 @@ def make_benchmark(name: str, questions: int, models: int, url: str):
 
 
 def run(args: argparse.Namespace) -> dict:
+    from tests.judge_server import LOOPBACK_JUDGES
     from tests.redis_fixtures import PrivateRedis
 
     prepare_database()
@@ -279,6 +280,7 @@ def run(args: argparse.Namespace) -> dict:
             "CELERY_TASK_ALWAYS_EAGER": "0",
             "CELERY_TASK_DEFAULT_QUEUE": queue,
             KEY_ENV: "sk-bench-loopback-not-a-secret",
+            **LOOPBACK_JUDGES,  # the loopback judge over http, as an administrator allows it
             **WORKER_ENV,
         }
     )
@@ -303,7 +305,7 @@ def run(args: argparse.Namespace) -> dict:
         broker=redis_server.url,
         database=DATABASE_URL,
         concurrency=4,
-        extra_env={KEY_ENV: os.environ[KEY_ENV], **WORKER_ENV},
+        extra_env={KEY_ENV: os.environ[KEY_ENV], **LOOPBACK_JUDGES, **WORKER_ENV},
     )
     sup = Supervisor(worker, workdir)
     faults: list[tuple[float, str]] = []
