@@ -82,12 +82,22 @@ def _propose(item, user, services):
 def test_editor_approves_two_proposals_in_one_action_by_keyboard(demo, live_server, chromium):  # noqa: F811
     from review import services
     from review.models import Proposal, ReviewItem
+    from review.selectors import entry_for_question, passage_for_entry, working_edition
 
-    items = list(
-        ReviewItem.objects.filter(benchmark__name=BENCHMARK, status="open")
+    def cites_a_passage(item) -> bool:
+        entry = entry_for_question(item.question, working_edition(item.benchmark))
+        passage = passage_for_entry(entry)
+        return passage is not None and passage.section is not None
+
+    # The three highest open items whose citation the stored text holds (each shows its
+    # passage on Approvals); the queue's order moves with the detectors.
+    items = [
+        item
+        for item in ReviewItem.objects.filter(benchmark__name=BENCHMARK, status="open")
         .exclude(question__question_id=SUPERSEDED)
-        .order_by("-priority", "id")[:3]
-    )
+        .order_by("-priority", "id")
+        if cites_a_passage(item)
+    ][:3]
     first = _propose(items[0], demo["reviewer"], services)
     own = _propose(items[1], demo["editor"], services)
     second = _propose(items[2], demo["reviewer"], services)

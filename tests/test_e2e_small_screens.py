@@ -26,7 +26,7 @@ def test_queue_claim_buttons_are_on_a_phone_screen(demo, live_server, chromium):
     page.goto(f"{live_server.url}/review/?benchmark={BENCHMARK}")
     page.wait_for_selector("#queue-results tbody tr")
     claims = page.locator("#queue-results .row-action button")
-    assert claims.count() >= 10
+    assert claims.count() >= 9  # the demo's queue: 9 items since issue 27
     for i in range(claims.count()):
         left, right, _top, width = claims.nth(i).evaluate(BOX)
         assert width > 0 and left >= 0 and right <= 390, (i, left, right)
