@@ -39,6 +39,7 @@ from review.services.common import (
     _bump,
     _check_version,
     _claim_deadline,
+    _item_entry,
     _item_state,
     _lock_item,
     _log_item,
@@ -147,7 +148,6 @@ def review_items_file(
     checks it).
     """
     from core.models import AuditLogEntry
-    from review.services.common import _item_entry
 
     if not found:
         return {}
@@ -197,49 +197,15 @@ def review_items_file(
             item.benchmark = questions[item.question_id].benchmark
             open_items[item.question_id] = item
             held[item.pk], fps[item.pk] = [], set()
-        evidence, entries, changed = [], [], {}
+        batch = _FilingBatch(user=user, held=held, fps=fps, now=timezone.now())
         result: dict[int, tuple[bool, int]] = {}
-        now = timezone.now()
         for qpk, pieces in found.items():
             item, added_here = open_items[qpk], 0
             for n, (source_value, detail) in enumerate(pieces):
-                source, detail = Source(source_value), detail or {}
                 created = qpk in created_for and n == 0
-                fp = fingerprint_of(source.value, detail)
-                added = fp not in fps[item.pk]
-                if added:
-                    fps[item.pk].add(fp)
-                    held[item.pk].append((source.value, detail))
-                    evidence.append(Evidence(item=item, kind=source, detail=detail, fingerprint=fp))
-                    added_here += 1
-                before = None if created else _item_state(item)
-                sources = list(item.sources)
-                if source.value not in sources:
-                    sources.append(source.value)
-                ranked = evidence_priority(held[item.pk])
-                if (
-                    created
-                    or sources != item.sources
-                    or ranked.points != item.priority
-                    or ranked.reasons != item.reasons
-                ):
-                    item.sources, item.priority = sources, ranked.points
-                    item.source, item.reasons = ranked.primary, ranked.reasons
-                    if not created:
-                        item.version += 1
-                    item.updated_at = now
-                    changed[item.pk] = item
-                if created:
-                    entries.append(
-                        _item_entry(user, Action.REVIEW_ITEM_CREATE, item, None, source=source)
-                    )
-                elif before != _item_state(item) or added:
-                    entries.append(
-                        _item_entry(
-                            user, Action.REVIEW_ITEM_ADD_EVIDENCE, item, before, evidence=source
-                        )
-                    )
+                added_here += batch.add(item, Source(source_value), detail or {}, created)
             result[qpk] = (qpk in created_for, added_here)
+        evidence, entries, changed = batch.evidence, batch.entries, batch.changed
         Evidence.objects.bulk_create(evidence, batch_size=2000)
         ReviewItem.objects.bulk_update(
             list(changed.values()),
@@ -248,6 +214,55 @@ def review_items_file(
         )
         AuditLogEntry.objects.bulk_create(entries, batch_size=2000)
     return result
+
+
+class _FilingBatch:
+    """review_items_file's in-memory step: one piece of evidence on one item, exactly as
+    review_item_create would file it; the rows to write collect in `evidence`, `entries`
+    (audit log) and `changed` (items by pk)."""
+
+    def __init__(self, *, user, held, fps, now) -> None:
+        self.user, self.held, self.fps, self.now = user, held, fps, now
+        self.evidence: list[Evidence] = []
+        self.entries: list = []
+        self.changed: dict[int, ReviewItem] = {}
+
+    def add(self, item: ReviewItem, source: Source, detail: dict, created: bool) -> int:
+        """File one piece on `item` (`created`: the piece that made it); 1 if it was new."""
+        fp = fingerprint_of(source.value, detail)
+        added = fp not in self.fps[item.pk]
+        if added:
+            self.fps[item.pk].add(fp)
+            self.held[item.pk].append((source.value, detail))
+            self.evidence.append(Evidence(item=item, kind=source, detail=detail, fingerprint=fp))
+        before = None if created else _item_state(item)
+        sources = list(item.sources)
+        if source.value not in sources:
+            sources.append(source.value)
+        ranked = evidence_priority(self.held[item.pk])
+        if (
+            created
+            or sources != item.sources
+            or ranked.points != item.priority
+            or ranked.reasons != item.reasons
+        ):
+            item.sources, item.priority = sources, ranked.points
+            item.source, item.reasons = ranked.primary, ranked.reasons
+            if not created:
+                item.version += 1
+            item.updated_at = self.now
+            self.changed[item.pk] = item
+        if created:
+            self.entries.append(
+                _item_entry(self.user, Action.REVIEW_ITEM_CREATE, item, None, source=source)
+            )
+        elif before != _item_state(item) or added:
+            self.entries.append(
+                _item_entry(
+                    self.user, Action.REVIEW_ITEM_ADD_EVIDENCE, item, before, evidence=source
+                )
+            )
+        return int(added)
 
 
 def _file_one_by_one(
