@@ -8,7 +8,13 @@ and unit of that question's key, as the responses-agree detector reads them. Row
 "hand/..." are written here for conventions those corpora lack: lettered options in every
 style up to J, option text matched back to its letter, minus signs and dashes, thousands
 separated by thin and no-break spaces, scientific notation, units of one dimension, JSON
-objects, \\boxed{}, and endings that must stay unread.
+objects, \\boxed{}, and endings that must stay unread. Rows "hand/conventions-NN" (issue 27,
+conventions none of the corpora uses): <answer>/<final_answer> tags, "Final answer:" and
+"ANSWER:" lines, numbered ("Option 3", "(3)") and roman ("(iii)") options closing the
+question, true/false, yes/no in tags, \\frac and \\dfrac, Unicode vulgar fractions and the
+fraction slash, "×10^" and "· 10^", units of one dimension, a bold answer in a markdown
+table, and counts for "how many" ("zero brothers", "not ... any", "none", an echo of the
+question led by its subject).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ _JSON_FIELD_RE = re.compile(
 _FENCE_RE = re.compile(r"```[\w+-]*\s*\n?(.*?)(?:```|$)", re.DOTALL)
 _JSON_SHAPED_RE = re.compile(r"\s*(?:```\s*json\s*)?\{\s*[\"']\w+[\"']\s*:")
 _ANSWER_WORD_RE = re.compile(r"answer", re.IGNORECASE)
+_TAG_RE = re.compile(r"<(?:final[_ ]?)?answer>(.*?)</(?:final[_ ]?)?answer>", re.I | re.S)
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _MARKER_RE = re.compile(
     r"(?:final\s+answer(?:\s+is)?|the\s+(?:correct\s+)?answer\s+is|answer\s*(?:is)?[*\"]*\s*[:：])"
@@ -109,7 +110,8 @@ def _boxed(text: str) -> str | None:
 def explicit_answers(text: str) -> list[tuple[str, str]]:
     """Return the explicitly marked answers of ``text`` as [(source, answer text)], best first.
 
-    Sources: "json" (the last JSON object's ``answer``/``final_answer``), "boxed" (the last
+    Sources: "json" (the last JSON object's ``answer``/``final_answer``), "tag" (the last
+    ``<answer>...</answer>`` or ``<final_answer>...</final_answer>``), "boxed" (the last
     ``\\boxed{}``), "marker" (the last "final answer"/"the answer is"/"Answer:" phrase, to
     the end of its line). Empty when none is marked.
     """
@@ -124,6 +126,10 @@ def _explicit(text: str):
     )
     if found is not None:
         yield ("json", found)
+    if "answer>" in text.lower():
+        tagged = _TAG_RE.findall(text)
+        if tagged:
+            yield ("tag", tagged[-1].strip())
     if "boxed" in text or "fbox" in text:
         boxed = _boxed(text)
         if boxed is not None:

@@ -18,7 +18,7 @@ _FRACTION_RE = re.compile(r"(?<![\w/.])(-?)(\d+)\s*/\s*(\d+)(?![\w/]|\.\d)")
 _TEX_FRACTION_RE = re.compile(r"()\\[dt]?frac\s*\{\s*(-?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
 _SCI_RE = re.compile(
     r"(?<![\w.])(-?\d+(?:\.\d+)?)\s*(?:[eE]([+-]?\d+)(?!\w|\.\d)|"
-    r"(?:×|x|\*|\\times|\\cdot)\s*10\s*(?:\^\s*\{?\s*([+-]?\d+)\s*\}?|\*\*\s*([+-]?\d+)|"
+    r"(?:×|x|\*|·|⋅|\\times|\\cdot)\s*10\s*(?:\^\s*\{?\s*([+-]?\d+)\s*\}?|\*\*\s*([+-]?\d+)|"
     r"([⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)))"
 )
 _SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
@@ -46,14 +46,31 @@ def _asked_words(question: str) -> frozenset[str]:
 # -- normalising numbers --------------------------------------------------------------------
 
 
+_VULGAR = {
+    "½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5),
+    "⅖": (2, 5), "⅗": (3, 5), "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅐": (1, 7),
+    "⅛": (1, 8), "⅜": (3, 8), "⅝": (5, 8), "⅞": (7, 8), "⅑": (1, 9), "⅒": (1, 10),
+}  # fmt: skip
+_VULGAR_RE = re.compile(r"(?<![\d.])(\d*)[ \u00a0]?([" + "".join(_VULGAR) + "])")
+
+
+def _vulgar(m: re.Match[str]) -> str:
+    num, den = _VULGAR[m.group(2)]
+    whole = int(m.group(1)) if m.group(1) else 0
+    return f"{whole * den + num}/{den}"
+
+
 def normalise_numbers(text: str) -> str:
     """Return ``text`` with signs as "-", thousands separators as ",", TeX wrappers dropped.
 
     Any dash or minus (U+2212, U+2012-2014, U+FE63, U+FF0D) that opens a number becomes
     "-"; digit groups separated by spaces, no-break or thin spaces ("12 500", "12\\u2009500")
     or TeX thin spaces ("12\\,500") become "12,500"; ``\\text{..}``, ``$`` and ``\\(``
-    markers are removed.
+    markers are removed; a Unicode vulgar fraction becomes a fraction ("½" -> "1/2", mixed
+    "1½" -> "3/2") and the fraction slash U+2044 a "/".
     """
+    if not text.isascii():
+        text = _VULGAR_RE.sub(_vulgar, text).replace("\u2044", "/")
     text = _TEX_NOISE_RE.sub(lambda m: m.group(1) or "", text)
     text = _THIN_GROUPS_RE.sub(",", text)
     text = _SIGN_RE.sub("-", text)
@@ -175,7 +192,9 @@ def _mask(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-_ANY_NUMBER_RE = re.compile(r"\d|\b(?:" + "|".join(_WORDS[1:]) + r")\b", re.I)
+_ANY_NUMBER_RE = re.compile(
+    r"\d|[" + "".join(_VULGAR) + r"]|\b(?:" + "|".join(_WORDS[1:]) + r")\b", re.I
+)
 _PLAIN_NUMBER_RE = re.compile(
     r"^\s*([-\u2212\u2012\u2013\u2014])?\s*\$?\s*(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*\.?\s*$"
 )

@@ -8,10 +8,11 @@ from functools import lru_cache
 
 from ..figures import extract_locators, is_yes_no_question, polarity
 from .choices import _choice, question_options
+from .counts import read_count
 from .explicit import _JSON_SHAPED_RE, _NEXT_TURN_RE, _explicit
-from .kinds import Answer, _stem, unread
+from .kinds import Answer, unread
 from .literals import _is_number, _literal, _literal_answer, _literal_value
-from .numeric import _WORD_VALUE, _WORDS, _number
+from .numeric import _number
 
 _CODE_RE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -20,25 +21,8 @@ _CONCLUSION_RE = re.compile(
     r"\b(?:therefore|thus|hence|so|answer|in conclusion|in summary|finally|overall)\b",
     re.IGNORECASE,
 )
-_COUNT_RE = re.compile(
-    r"\b(" + "|".join(_WORDS) + r"|\d+)\s+(?:(?:more|other|additional)\s+)?([a-z]+)",
-    re.IGNORECASE,
-)
 _NAME_RE = re.compile(r"\b([A-Z][a-zA-Z]+)\b")
 _SENTENCE_START_RE = re.compile(r"(?:^|[.!?:]\s+|\n\s*(?:[*\-]\s*)?)$")
-
-_NOT_NOUNS = frozenset(
-    "in on at of to for and or is are was the a an more less than times per by with".split()
-)
-
-
-@lru_cache(maxsize=4096)
-def _counted_nouns(question: str) -> frozenset[str]:
-    return frozenset(
-        _stem(m.group(2))
-        for m in _COUNT_RE.finditer(question)
-        if m.group(1).lower() != "no" and m.group(2).lower() not in _NOT_NOUNS
-    )
 
 
 @lru_cache(maxsize=4096)
@@ -70,19 +54,13 @@ def _in_sentence(
         return _choice(sentence, question, whole)
     if kind == "literal":
         return _literal(sentence, key_is_str, whole)
+    if kind == "true_false":
+        return _true_false(sentence, whole)
     if kind == "yes_no":
         pol = polarity(sentence, infer=False)
         return Answer("yes_no", pol, pol.capitalize()) if pol else None
     if kind == "count":
-        nouns = _counted_nouns(question)
-        for m in _COUNT_RE.finditer(sentence):
-            # A count the question states ("two years") is an echo, not an answer.
-            if _stem(m.group(2)) in nouns and m.group(0).lower() not in question.lower():
-                word = m.group(1).lower()
-                value = _WORD_VALUE.get(word, float(word) if word.isdigit() else 0.0)
-                noun = _stem(m.group(2))
-                return Answer("count", value, f"{value:g} {noun}", noun, 0)
-        return None
+        return read_count(sentence, question, whole=whole and not strict)
     if kind == "number":
         return _number(sentence, question, unit, strict)
     if kind == "locator":
@@ -94,7 +72,39 @@ def _in_sentence(
     raise ValueError(f"unknown answer kind {kind!r}")
 
 
-KINDS = ("choice", "literal", "yes_no", "count", "number", "locator", "name")
+#: A question asking true or false: "True or false: ...", "... (true/false)", "T/F".
+_TRUE_FALSE_QUESTION_RE = re.compile(
+    r"\btrue\s+or\s+false\b|\btrue\s*/\s*false\b|\bT\s*/\s*F\b|"
+    r"\b(?:is|are)\s+(?:this|the\s+following|these|the)\s+(?:statements?\s+)?(?:true|false)\b",
+    re.I,
+)
+_TF_WHOLE_RE = re.compile(r"^\W*(true|false|t|f)\W*$", re.I)
+_TF_SENTENCE_RE = re.compile(
+    r"^\W*(true|false)\b|\b(?:is|are|was|answer(?:\s+is)?[:\s]*|statement\s+is)\s*\**\s*"
+    r"(not\s+)?(true|false|correct|incorrect)\b",
+    re.I,
+)
+
+
+def _true_false(text: str, whole: bool) -> Answer | None:
+    """Read True/False: a whole "True"/"F", an opening "False,", or "is (not) true/false"."""
+    m = _TF_WHOLE_RE.match(text) if whole else None
+    if m:
+        value = m.group(1).lower().startswith("t")
+    else:
+        hits = list(_TF_SENTENCE_RE.finditer(text))
+        if not hits:
+            return None
+        h = hits[-1]
+        word = (h.group(1) or h.group(3)).lower()
+        value = word in ("true", "correct")
+        if h.group(2):
+            value = not value
+    label = "True" if value else "False"
+    return Answer("true_false", label.lower(), label)
+
+
+KINDS = ("choice", "literal", "true_false", "yes_no", "count", "number", "locator", "name")
 
 
 def answer_kinds(question: str) -> list[str]:
@@ -102,7 +112,9 @@ def answer_kinds(question: str) -> list[str]:
     kinds = []
     if question_options(question or ""):
         kinds.append("choice")
-    if is_yes_no_question(question or ""):
+    if _TRUE_FALSE_QUESTION_RE.search(question or ""):
+        kinds.append("true_false")
+    elif is_yes_no_question(question or ""):
         kinds.append("yes_no")
     return kinds + ["count", "number", "locator", "name"]
 
@@ -185,7 +197,7 @@ def _final_answer(
             )
             if found is not None:
                 return _with_source(found, source)
-    if kind is None:
+    if kind is None and "true_false" not in kinds:
         ok, value = _literal_value(text)
         if ok and not _is_number(value) and not isinstance(value, str):
             return _with_source(_literal_answer(value), "whole")
