@@ -4,7 +4,8 @@
         .venv/bin/python bench/bench_detect.py [--no-write] [--label BEFORE|AFTER] [--skip-full]
 
 For each corpus of ../shared/data/detect/ (cruxeval-dev, gsm8k-dev) and for
-../shared/data/bundles/mtbench-reference: a fresh PostgreSQL database (dropped and created
+../shared/data/bundles/mtbench-reference, and bench/data/numbered-options (conventions none
+of those uses: options numbered 1-5, <answer> tags, true/false; 6 planted keys): a fresh PostgreSQL database (dropped and created
 from a migrated template), `import_bundle`, `triage` with the defaults (timed in the child
 process, Django start-up excluded), `queue --format json`, then the corpus's own `score.py`
 run on that queue (it prints P@8/20/50 and recall per label for the queue and for the
@@ -40,6 +41,7 @@ CORPORA = [
     ("cruxeval-dev", SHARED / "detect" / "cruxeval-dev"),
     ("gsm8k-dev", SHARED / "detect" / "gsm8k-dev"),
     ("mtbench-reference", SHARED / "bundles" / "mtbench-reference"),
+    ("numbered-options", ROOT / "bench" / "data" / "numbered-options"),
 ]
 SCORE_PY = SHARED / "detect" / "gsm8k-dev" / "score.py"
 MTBENCH_KNOWN_WRONG = {"104", "105", "111", "114"}  # docs/detectors.md, solved by hand

@@ -29,16 +29,24 @@ def queue(benchmark: str) -> list[ReviewItem]:
 def test_mtbench_wrong_keys_rank_top_of_the_queue():
     """Issue 27: the panel (answers read by scoring.judges.answers, grades 1-10 of one judge).
 
-    With the answer reader of this branch 104 is not found: every model's answer is read
-    as the name "David" (the key's), so the panel sides with the key; three of the four
-    positives take the first three places (figures in docs/detectors.md).
+    The four positives take the first four places. 104 ("how many brothers does David
+    have", key "David has only one brother", right answer none) is found since the reader
+    reads counts for "how many" questions (it read every answer as the name "David"
+    before): both Claude models answer 0 brothers, four others 3 and one 4, none the key's
+    1 (checked by hand in responses.jsonl).
     """
     call_command("import_bundle", str(MTBENCH), verbosity=0)
     call_command("triage", benchmark="mtbench-reference", verbosity=0)
     items = queue("mtbench-reference")
     top8 = [i.question.question_id for i in items[:8]]
-    assert top8[:3] == ["111", "105", "114"]
+    assert top8[:4] == ["111", "105", "114", "104"]
     by_q = {i.question.question_id: i for i in items}
+    panel_104 = by_q["104"].evidence.get(kind="panel_against_key").detail
+    assert (panel_104["key_answer"], panel_104["suggested_answer"], panel_104["n_key"]) == (
+        "1 brother",
+        "0 brothers",
+        0,
+    )
     panel = by_q["111"].evidence.get(kind="panel_against_key").detail
     # 111: the key's area 0; 4 of the 7 models answer 3, none the key's 0
     assert (panel["key_answer"], panel["suggested_answer"], panel["n_key"]) == ("0", "3", 0)

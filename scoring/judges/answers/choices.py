@@ -173,9 +173,14 @@ def _choice(text: str, question: str, whole: bool = False) -> Answer | None:
     if style in ("number", "roman"):
         for pattern in _marked_patterns(style, len(options)):
             hits = list(pattern.finditer(text))
-            if hits:  # "Option 7" of five options names none of them: no text match either
-                letter = _mark_letter(hits[-1].group(1), style, len(options))
-                return _choice_answer(letter, texts, style) if letter else None
+            if not hits:
+                continue
+            letter = _mark_letter(hits[-1].group(1), style, len(options))
+            if letter:
+                return _choice_answer(letter, texts, style)
+            if re.search(r"option|choice", hits[-1].group(0), re.I):
+                return None  # "Option 7" of five options names none of them, nor any text
+            # "50" or "Answer: 50" is no mark of five options: maybe an option's text
         return _choice_by_text(text, options, texts, style)
     if whole:
         m = re.match(rf"^\W*([{letters}{letters.upper()}])\W*$", text.strip())
