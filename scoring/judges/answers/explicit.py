@@ -138,4 +138,17 @@ def _explicit(text: str):
     if markers:
         value = markers[-1].group(1).strip()
         value = _boxed(value) or value
-        yield ("marker", value.strip().strip('"“”{},').rstrip(".").strip().strip('"“”'))
+        yield ("marker", _unwrap(value))
+
+
+def _unwrap(value: str) -> str:
+    """Strip quotes, commas, a final full stop and braces left from a JSON line or a TeX
+    group ('"15"', '{15},', '15.'); braces a TeX command needs ('\\frac{1}{2}') are kept."""
+    value = value.strip().strip('"“”,').rstrip(".").strip().strip('"“”')
+    while value[:1] == "{" and value.count("{") > value.count("}"):
+        value = value[1:].strip()
+    while value[-1:] in ("}", ",") and value.count("}") > value.count("{"):
+        value = value[:-1].strip()
+    if value[:1] == "{" and value[-1:] == "}" and "\\" not in value:
+        value = value[1:-1].strip()
+    return value.strip().strip('"“”')

@@ -15,7 +15,9 @@ _WORDS = (
 ).split()
 _WORD_VALUE = {w: float(max(i - 1, 0)) for i, w in enumerate(_WORDS)}
 _FRACTION_RE = re.compile(r"(?<![\w/.])(-?)(\d+)\s*/\s*(\d+)(?![\w/]|\.\d)")
-_TEX_FRACTION_RE = re.compile(r"()\\[dt]?frac\s*\{\s*(-?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
+_TEX_FRACTION_RE = re.compile(
+    r"(?<![\d.])(\d+\s*)?\\[dt]?frac\s*\{\s*(-?\d+)\s*\}\s*\{\s*(\d+)\s*\}"
+)
 _SCI_RE = re.compile(
     r"(?<![\w.])(-?\d+(?:\.\d+)?)\s*(?:[eE]([+-]?\d+)(?!\w|\.\d)|"
     r"(?:×|x|\*|·|⋅|\\times|\\cdot)\s*10\s*(?:\^\s*\{?\s*([+-]?\d+)\s*\}?|\*\*\s*([+-]?\d+)|"
@@ -102,8 +104,11 @@ def _numbers(sentence: str) -> list[tuple[int, Answer]]:
 
     for m in _TEX_FRACTION_RE.finditer(sentence):
         num, den = int(m.group(2)), int(m.group(3))
+        if den and m.group(1) and num >= 0:  # a mixed number, 2\frac{1}{2} = 5/2
+            num += int(m.group(1)) * den
         if den:
-            sign = -1 if (_signed(sentence, m.start()) or num < 0) else 1
+            neg = _signed(sentence, m.start()) or m.start(2) in negatives or num < 0
+            sign = -1 if neg else 1
             value = sign * abs(num) / den
             label = f"{'-' if sign < 0 else ''}{abs(num)}/{den}"
             found.append((m.start(), Answer("number", value, label, "", 9)))
