@@ -188,3 +188,23 @@ def test_the_reference_judge_grades_choice_literal_and_explicit_number_keys_by_t
     # "The answer is 3.": a response that states 3 on the way to 5 is wrong, not right
     assert grade("How many?", "The answer is 3.", "First 3 + 2 = 5. So the answer is 5.") == 0
     assert grade("How many?", "The answer is \u22123.", '```json\n{"answer": "-3"}\n```') == 2
+
+
+def test_the_reference_judge_grades_numbered_options_true_false_and_tags_by_the_reader():
+    """Conventions none of the corpora uses (issue 27): options numbered 1-5 keyed "Option
+    N", True/False keys, and answers in <answer> tags."""
+    from scoring.judges import GradingInput, get_backend
+
+    judge = get_backend({"backend": "reference", "strictness": "lenient"})
+    numbered = "Which planet is closest to the Sun?\n1. Venus\n2. Earth\n3. Mercury\n4. Mars"
+
+    def grade(question, key, response):
+        return judge.grade(GradingInput(question, key, "", response, [0, 1, 2])).grade
+
+    assert grade(numbered, "Option 3", "Venus is second.\n<answer>Option 3</answer>") == 2
+    assert grade(numbered, "Option 3", "Final answer: option 1") == 0
+    assert grade(numbered, "Option 3", "Mercury") == 2
+    tf = "True or false: bats are birds."
+    assert grade(tf, "False", "Bats are mammals. The statement is false.") == 2
+    assert grade(tf, "False", "<answer>True</answer>") == 0
+    assert grade("What is 6 times 7?", "The answer is 42.", "<answer>42</answer>") == 2

@@ -6,8 +6,8 @@ can be tested without paying a vendor; its grades are not a substitute for two
 model judges. Rules, applied in order (levels: wrong / partly right / right):
 
 Judge
-0. A key that is a lettered choice, a literal, or a number given as an explicit
-   answer ("The answer is 3.") is compared with the response's final answer as the
+0. A key that is a choice (lettered, numbered or roman options), a literal, True/False,
+   or a number given as an explicit answer ("The answer is 3.") is compared with the response's final answer as the
    one answer reader reads it (scoring.judges.answers): the same -> right, another
    -> wrong; when the response's answer cannot be read, the rules below decide.
 1. Empty response -> wrong. A refusal ("I can't provide...") that states no
@@ -221,16 +221,17 @@ class ReferenceBackend(JudgeBackend):
     def _final_answers(question: str, key: str, response: str) -> _Assessment | None:
         """Rule 0: grade by the one answer reader (scoring.judges.answers) where it applies.
 
-        It applies when the key is a lettered choice or a literal, or a number stated as
-        an explicit answer ("The answer is 3.", a JSON answer, \\boxed{}), and the
+        It applies when the key is a choice (lettered, numbered or roman options), a
+        literal or True/False, or a number stated as an explicit answer ("The answer is
+        3.", a JSON answer, an <answer> tag, \\boxed{}), and the
         response's final answer of that kind can be read: the same -> right, another ->
         wrong. Otherwise (the key in prose, or the response unread) None: rules 1-7 decide.
         """
         k = final_answer(key, question=question, strict=True)
         if not k.is_read or k.ambiguous:
             return None
-        if k.kind not in ("choice", "literal") and not (
-            k.kind == "number" and k.source in ("json", "boxed", "marker")
+        if k.kind not in ("choice", "literal", "true_false") and not (
+            k.kind == "number" and k.source in ("json", "tag", "boxed", "marker")
         ):
             return None
         key_is_str = k.kind == "literal" and str(k.value)[:1] in "'\""
