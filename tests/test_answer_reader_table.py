@@ -35,7 +35,7 @@ def test_the_table_is_large_and_mixed():
     corpora = {r["source"].split("/")[0] for r in ROWS}
     assert {"gsm8k-dev", "cruxeval-dev", "mtbench-reference", "hand"} <= corpora
     kinds = {r["expected_kind"] for r in ROWS}
-    assert {"choice", "number", "literal", "yes_no", "unread"} <= kinds
+    assert {"choice", "number", "literal", "yes_no", "true_false", "count", "unread"} <= kinds
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["source"] for r in ROWS])
