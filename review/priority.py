@@ -167,7 +167,9 @@ def evidence_words(kind: str, detail: dict) -> str:
 def _panel_words(detail: dict) -> str:
     p = float(detail.get("p_wrong") or 0)
     head = f"panel of models: key wrong with probability {p:.2f}"
-    if detail.get("suggested_answer") is not None:
+    if "threshold" in detail and p <= float(detail["threshold"]):
+        head += f", not above its line of {float(detail['threshold']):.2f}"
+    if detail.get("suggested_answer") is not None and detail.get("models"):
         n_key = detail.get("n_key", 0)
         return (
             f"{head} ({len(detail.get('models', []))} of {detail.get('n_read', '?')} answers "

@@ -36,6 +36,21 @@ from scoring.judges.answers import read_key_and_responses
 FIRE_P_WRONG = 0.5
 
 
+def panel_fired(kind: str, detail: Mapping) -> bool:
+    """Return whether a piece of evidence raises its item: False only for the panel's figure
+    where it did not fire (p_wrong at or under its threshold).
+
+    Triage files the panel's figure on every item other evidence raised (and on every open
+    item), so review.priority can order those items by it (issue 27 item 3); such a piece
+    orders the item but does not raise it, so triage's counts, the closed-item check and
+    the detector scorecard leave it out.
+    """
+    if kind != "panel_against_key":
+        return True
+    detail = detail or {}
+    return float(detail.get("p_wrong") or 0) > float(detail.get("threshold", FIRE_P_WRONG))
+
+
 def _is_read(answer: Any) -> bool:
     # an unread Answer is falsy; an ambiguous reading names other candidates too and is
     # no label either.
@@ -212,5 +227,5 @@ def panel_findings(
         return [], {}
     fit = fit_panel(data)
     every = {pk: panel_detail(fit, i, readings[pk], data) for i, pk in enumerate(data.question_ids)}
-    fired = [(pk, d) for pk, d in sorted(every.items()) if d["p_wrong"] > FIRE_P_WRONG]
+    fired = [(pk, d) for pk, d in sorted(every.items()) if panel_fired("panel_against_key", d)]
     return fired, every
