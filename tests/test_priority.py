@@ -175,3 +175,24 @@ def test_the_panels_figure_orders_items_the_answers_raised_and_unequal_evidence_
     # a reader's report keeps its own weight beside the figure: 0.5 + (-0.075) -> 425
     with_report = [("reported", {}), consensus, ("panel_against_key", against)]
     assert evidence_priority(with_report).points == 425
+
+
+def test_a_key_the_models_answers_alone_disfavour_is_raised_low_with_the_reason_in_words():
+    """The panel's second line (review.detectors.panel): p_wrong under 1/2 but another
+    answer models gave likelier than the key's on their evidence alone (log10_lr_best > 0):
+    raised, weighted by its Bayes factor -0.5 -> 0.1 x -0.5 / 1.5 = -0.0333 ban -> -33."""
+    from review.detectors.panel import panel_fired
+
+    detail = {"p_wrong": 0.04, "log10_bf": -0.5, "log10_lr_best": 0.301, "threshold": 0.5,
+              "n_read": 10, "n_key": 6, "key_answer": "'d'", "suggested_answer": "'d.'",
+              "models": [{"model": m} for m in "abcd"]}  # fmt: skip
+    assert panel_fired("panel_against_key", detail)
+    assert not panel_fired("panel_against_key", {**detail, "log10_lr_best": -0.1})
+    assert not panel_fired("panel_against_key", {**detail, "models": []})
+    p = evidence_priority([("panel_against_key", detail)])
+    assert p.points == -33
+    assert p.reasons == (
+        "panel of models: key wrong with probability 0.04, not above its line of 0.50; the "
+        "models' answers alone favour 'd.' 2.0 to 1 over the key's (4 of 10 answers read say "
+        "'d.', 6 the key's 'd')"
+    )

@@ -110,6 +110,10 @@ class PanelFit:
     - ``coincidence``: fitted chance that a wrong model's answer is a wrong key's.
     - ``labels_used`` (Q, M) int: the labels the fit read (-1 where a label was dropped
       because the grade contradicts it, or the key was unread).
+    - ``log10_lr_best`` (Q,): log10 likelihood ratio of the models' evidence (the key's own
+      say left out) for the likeliest other answer read against the key's answer; > 0 when
+      the panel's maximum-likelihood answer is not the key's; NaN where no other answer
+      was read or the key was unread.
     - ``iterations``, ``converged``.
     """
 
@@ -125,6 +129,7 @@ class PanelFit:
     iterations: int
     converged: bool
     labels_used: np.ndarray | None = None
+    log10_lr_best: np.ndarray | None = None
 
     @property
     def prior_log10_odds(self) -> float:
@@ -315,6 +320,10 @@ def fit_panel(
     alt[rows, k] = -1.0
     best = alt.argmax(axis=1)
     best = np.where((best == obs.k_max) | ~obs.key_read, -1, best)
+    answers = others.copy()
+    answers[:, obs.k_max] = -np.inf  # another answer read, not "none of them"
+    lr_best = (answers.max(axis=1) - panel_ll[rows, k]) / _LN10
+    lr_best = np.where(np.isfinite(lr_best) & obs.key_read, lr_best, np.nan)
     return PanelFit(
         question_ids=data.question_ids,
         model_ids=data.model_ids,
@@ -328,6 +337,7 @@ def fit_panel(
         iterations=it,
         converged=converged,
         labels_used=obs.labels,
+        log10_lr_best=lr_best,
     )
 
 
