@@ -167,7 +167,15 @@ def evidence_words(kind: str, detail: dict) -> str:
 def _panel_words(detail: dict) -> str:
     p = float(detail.get("p_wrong") or 0)
     head = f"panel of models: key wrong with probability {p:.2f}"
-    if detail.get("suggested_answer") is not None:
+    if "threshold" in detail and p <= float(detail["threshold"]):
+        head += f", not above its line of {float(detail['threshold']):.2f}"
+        lr = detail.get("log10_lr_best")
+        if lr is not None and lr > 0 and detail.get("models"):
+            head += (
+                f"; the models' answers alone favour {detail.get('suggested_answer')} "
+                f"{10**lr:.1f} to 1 over the key's"
+            )
+    if detail.get("suggested_answer") is not None and detail.get("models"):
         n_key = detail.get("n_key", 0)
         return (
             f"{head} ({len(detail.get('models', []))} of {detail.get('n_read', '?')} answers "

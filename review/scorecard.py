@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from questions.models import Benchmark
+from review.detectors.panel import panel_fired
 from review.models import Evidence, ReviewItem, Source
 
 _OUTCOMES = {
@@ -51,12 +52,13 @@ def detector_scorecard(benchmark: Benchmark) -> dict[str, Any]:
     """
     by_kind: dict[str, dict[int, str]] = defaultdict(dict)
     by_auditor: dict[str, dict[int, str]] = defaultdict(dict)
-    for item_id, kind, status in (
+    for item_id, kind, detail, status in (
         Evidence.objects.filter(item__benchmark=benchmark)
         .order_by()
-        .values_list("item_id", "kind", "item__status")
+        .values_list("item_id", "kind", "detail", "item__status")
     ):
-        by_kind[kind][item_id] = status
+        if panel_fired(kind, detail):  # the panel's figure where it did not fire raised nothing
+            by_kind[kind][item_id] = status
     for item_id, detail, status in (
         Evidence.objects.filter(item__benchmark=benchmark, kind=Source.SINGLE_AUDITOR_FLAG)
         .order_by()

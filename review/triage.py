@@ -50,7 +50,7 @@ from questions.selectors import (
     scored_entries,
 )
 from review.citation_checks import citation_findings
-from review.detectors.panel import panel_findings
+from review.detectors.panel import panel_findings, panel_fired
 from review.detectors.responses_agree import responses_agree_findings
 from review.detectors.unparsed import unparsed_findings
 from review.models import Evidence, ReviewItem, Source, fingerprint_of
@@ -200,8 +200,8 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
     # Issue 27 detector: the panel of models, weighed by fitted reliability, against the
     # key (review/detectors/panel.py; answers, grades on any scale, or both).
     scored_entries_now = {q: e for q, e in entries.items() if q in scored and q not in exclusions}
-    panel_fired, _ = panel_findings(scored_entries_now, table, labels)
-    for qpk, detail in panel_fired:
+    panel_hits, panel_every = panel_findings(scored_entries_now, table, labels)
+    for qpk, detail in panel_hits:
         items[qpk].append((Source.PANEL_AGAINST_KEY, {**detail, "edition": edition.name}))
     # Issue 17 detectors (review/detectors/): responses agreeing on another answer.
     for qpk, detail in responses_agree_findings(entries, scores):
@@ -213,6 +213,18 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
     citation_failures, citation_summary = citation_findings(entries)
     for qpk, detail in citation_failures:
         items[qpk].append((Source.SUPERSEDED_CITATION, {**detail, "edition": edition.name}))
+
+    # The panel's figure where it did not fire, on every item raised by other evidence read
+    # off the same responses (consensus, the answers): review.priority then weighs those
+    # responses once, by the panel's fitted Bayes factor, instead of by a fixed weight, so
+    # such items are ordered by the evidence they hold (issue 27 item 3). It raises no item.
+    response_kinds = {Source.CONSENSUS_AGAINST_KEY, Source.RESPONSES_AGREE_AGAINST_KEY}
+    for qpk in sorted(set(items) & set(panel_every)):
+        kinds = {source for source, _ in items[qpk]}
+        if kinds & response_kinds and Source.PANEL_AGAINST_KEY not in kinds:
+            items[qpk].append(
+                (Source.PANEL_AGAINST_KEY, {**panel_every[qpk], "edition": edition.name})
+            )
 
     return {
         "exclusions": {q: d for q, d in exclusions.items()},
@@ -282,10 +294,11 @@ def triage_run(
         counts["already_excluded"] = len(wanted) - len(new)
         to_file: dict[int, list[tuple[str, dict]]] = {}
         for qpk, found_items in sorted(found["items"].items()):
-            if all(fingerprint_of(s.value, d) in closed_fps[qpk] for s, d in found_items):
+            raising = [(s, d) for s, d in found_items if panel_fired(s.value, d)]
+            if all(fingerprint_of(s.value, d) in closed_fps[qpk] for s, d in raising):
                 counts["skipped_closed"] += 1
                 continue
-            for source, _detail in found_items:
+            for source, _detail in raising:
                 counts["by_source"][source.value] += 1
             to_file[qpk] = [(source.value, detail) for source, detail in found_items]
         # One writer for every item (review_items_file: the same items and log entries as

@@ -96,3 +96,42 @@ def test_demo_evidence_quotes_the_key_and_the_excerpt_exactly():
         "50 m is not found in the stored excerpt of ADJ 5.8, which ends at" in by_q["Q028"].reasons
     )
     assert "not stated in ADJ 5.8" not in by_q["Q028"].reasons
+
+
+#: Q104 read by hand as the answer reader is to read it once it counts a noun the question
+#: counts (the `detread` branch): the key "David has only one brother" is 1 brother; the
+#: Claude models say 0 ("zero brothers"; Sonnet before its made-up next turn), llama2_7b 4,
+#: the other four 3. No model gives the key's 1.
+Q104_BY_HAND = {
+    "claude-3-5-sonnet-20240620": 0.0,
+    "claude-3-opus-20240229": 0.0,
+    "llama2_7b": 4.0,
+    "llama2_chat_7b": 3.0,
+    "finetune_llama2_chat_7b": 3.0,
+    "finetune_llama2_chat_7b_Attention": 3.0,
+    "finetune_llama2_chat_7b_FFNet": 3.0,
+}
+
+
+def test_mtbench_q104_ranks_in_the_top_8_once_its_count_is_read(monkeypatch):
+    """The ranking side of Q104: with the counts read (by hand above), all four known-wrong
+    keys are in the top 8, Q104 among them, while the reader itself is another branch's."""
+    from review.detectors import panel, responses_agree
+    from scoring.judges.answers import Answer
+
+    real = panel.read_key_and_responses
+
+    def count(n: float) -> Answer:
+        return Answer("count", n, f"{n:g} brother{'' if n == 1 else 's'}", "brother", 0)
+
+    def reader(key_text, responses, *, question):
+        if "How many brothers does David have" not in question:
+            return real(key_text, responses, question=question)
+        return count(1.0), {m: count(Q104_BY_HAND[m]) for m in responses}
+
+    monkeypatch.setattr(panel, "read_key_and_responses", reader)
+    monkeypatch.setattr(responses_agree, "read_key_and_responses", reader)
+    call_command("import_bundle", str(MTBENCH), verbosity=0)
+    call_command("triage", benchmark="mtbench-reference", verbosity=0)
+    top8 = [i.question.question_id for i in queue("mtbench-reference")[:8]]
+    assert KEY_WRONG_MODELS_RIGHT <= set(top8), top8

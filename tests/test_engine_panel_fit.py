@@ -95,3 +95,29 @@ def test_bad_input_is_refused():
         data(np.zeros((N_Q, N_M), dtype=np.int64), key, n, np.full((N_Q, N_M), 2.0))
     with pytest.raises(ValueError, match="tol"):
         fit_panel(data(np.zeros((N_Q, N_M), dtype=np.int64), key, n), tol=0)
+
+
+def test_the_likeliest_other_answer_is_scored_against_the_key_without_the_keys_own_say():
+    """log10_lr_best, worked by hand after one round (max_iter=1: the E-step at the
+    starting values). Question 0: all 7 models give the key's answer. Question 1: m0 gives
+    the key's answer (label 0), m1-m6 another (label 1), K = 2. Starting abilities are the
+    logits of each model's agreement with the keys clipped to [0.05, 0.95]: m0 2/2 -> 0.95,
+    the others 1/2 -> 0.5; difficulties 0, pi 0.9.
+    ln L(key) = ln 0.95 + 6 ln(0.5 / 2); ln L(other) = ln(0.05 / 2) + 6 ln 0.5, so the
+    ratio is ln(0.025 / 0.95) + 6 ln 2 = 0.5208 nats = 0.2262 bans: the models alone favour
+    the other answer. With the key's say (pi = 0.9 against 0.1 / 2 per other class) the
+    posterior still sides with the key: p_wrong = (r1 + r_none) / (1 + r1 + r_none) with
+    r1 = e^0.5208 x 0.05 / 0.9 and r_none = (0.025 / 0.95) x 0.05 / 0.9 ("none of them":
+    every model wrong)."""
+    import math
+
+    labels = np.zeros((2, 7), dtype=np.int64)
+    labels[1, 1:] = 1
+    fit = fit_panel(data(labels, np.zeros(2, dtype=np.int64), np.array([1, 2])), max_iter=1)
+    lr = math.log(0.025 / 0.95) + 6 * math.log(2)
+    assert fit.log10_lr_best[1] == pytest.approx(lr / math.log(10), abs=1e-6)
+    assert np.isnan(fit.log10_lr_best[0])  # no other answer read
+    r1 = math.exp(lr) * 0.05 / 0.9
+    r_none = (0.025 / 0.95) * 0.05 / 0.9
+    assert fit.p_wrong[1] == pytest.approx((r1 + r_none) / (1 + r1 + r_none), abs=1e-6)
+    assert fit.p_wrong[1] < 0.5 < 10 ** fit.log10_lr_best[1]

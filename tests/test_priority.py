@@ -145,3 +145,54 @@ def test_a_report_note_is_cut_at_a_word_in_the_queue():
     assert len(note_excerpt(note)) <= 80
     assert note_excerpt("short   note\n here") == "short note here"
     assert note_excerpt("x" * 200) == "x" * 79 + "…"
+
+
+def test_the_panels_figure_orders_items_the_answers_raised_and_unequal_evidence_never_ties():
+    """Issue 27 item 3: two items raised by the same fixed-weight kind (consensus, 1.0 ban)
+    tied at 1000 before triage carried the panel's figure onto them; with it, the group of
+    kinds read off the same responses weighs the panel's fitted log10 Bayes factor."""
+    from review.detectors.panel import panel_fired
+
+    consensus = ("consensus_against_key", {"share": 0.9, "models": [1, 2], "n_models": 2})
+    below = {"p_wrong": 0.3, "log10_bf": 0.338, "threshold": 0.5, "n_read": 2, "n_key": 1,
+             "key_answer": "7", "suggested_answer": "8", "models": [{"model": "m1"}]}  # fmt: skip
+    against = {"p_wrong": 0.01, "log10_bf": -3.0, "threshold": 0.5}
+    a = evidence_priority([consensus, ("panel_against_key", below)])
+    b = evidence_priority([consensus, ("panel_against_key", against)])
+    # a: the panel's +0.338 ban stands for the group -> 338; b: -3 squashed to
+    # 0.1 x -3 / (1 + 3) = -0.075 ban -> -75
+    assert (a.points, b.points) == (338, -75)
+    # words: each kind by its own weight, heaviest first (consensus's fixed 1.0 first)
+    assert a.reasons == (
+        "2 signals: 2 of 2 models at the lowest grade while scoring well; panel of models: "
+        "key wrong with probability 0.30, not above its line of 0.50 (1 of 2 answers read "
+        "say 8, 1 the key's 7)"
+    )
+    # the figure orders the item but did not raise it
+    assert not panel_fired("panel_against_key", below)
+    assert panel_fired("panel_against_key", {**below, "p_wrong": 0.51})
+    assert panel_fired("consensus_against_key", {})
+    # a reader's report keeps its own weight beside the figure: 0.5 + (-0.075) -> 425
+    with_report = [("reported", {}), consensus, ("panel_against_key", against)]
+    assert evidence_priority(with_report).points == 425
+
+
+def test_a_key_the_models_answers_alone_disfavour_is_raised_low_with_the_reason_in_words():
+    """The panel's second line (review.detectors.panel): p_wrong under 1/2 but another
+    answer models gave likelier than the key's on their evidence alone (log10_lr_best > 0):
+    raised, weighted by its Bayes factor -0.5 -> 0.1 x -0.5 / 1.5 = -0.0333 ban -> -33."""
+    from review.detectors.panel import panel_fired
+
+    detail = {"p_wrong": 0.04, "log10_bf": -0.5, "log10_lr_best": 0.301, "threshold": 0.5,
+              "n_read": 10, "n_key": 6, "key_answer": "'d'", "suggested_answer": "'d.'",
+              "models": [{"model": m} for m in "abcd"]}  # fmt: skip
+    assert panel_fired("panel_against_key", detail)
+    assert not panel_fired("panel_against_key", {**detail, "log10_lr_best": -0.1})
+    assert not panel_fired("panel_against_key", {**detail, "models": []})
+    p = evidence_priority([("panel_against_key", detail)])
+    assert p.points == -33
+    assert p.reasons == (
+        "panel of models: key wrong with probability 0.04, not above its line of 0.50; the "
+        "models' answers alone favour 'd.' 2.0 to 1 over the key's (4 of 10 answers read say "
+        "'d.', 6 the key's 'd')"
+    )

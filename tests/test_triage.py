@@ -113,6 +113,34 @@ def test_consensus_against_key_detector_lists_strong_models(db):
     assert item.source == "panel_against_key"
 
 
+def test_an_item_consensus_raised_carries_the_panels_figure_which_orders_but_raises_nothing(
+    db, settings
+):
+    """Issue 27 item 3: consensus (here at a 0.4 share) fires on Q0005 where two of five
+    strong models get 0 and three get 2; the panel, reading the same grades, sides with
+    the key. Its figure is filed on the item and weighs the group (the fixed 1.0 ban is
+    not counted), but it is not counted as raising the item."""
+    from review.priority import evidence_weight
+    from review.scorecard import detector_scorecard
+
+    settings.SNAGLIST_CONSENSUS_SHARE = 0.4
+    world = build_world(n_questions=6, n_models=5)
+    set_grades(world, 5, 0, models=world.models[:2])
+    counts = triage_run(benchmark=world.benchmark)
+    item = items_by_question(world)["Q0005"]
+    panel = item.evidence.get(kind="panel_against_key").detail
+    assert panel["p_wrong"] <= 0.5 and panel["threshold"] == 0.5
+    assert item.evidence.filter(kind="consensus_against_key").count() == 1
+    assert item.priority == round(1000 * evidence_weight("panel_against_key", panel))
+    assert item.priority < 1000  # not the fixed weight of consensus
+    assert item.source == "consensus_against_key"
+    assert counts["by_source"]["panel_against_key"] == 0
+    assert counts["by_source"]["consensus_against_key"] == 1
+    rows = {r["name"]: r for r in detector_scorecard(world.benchmark)["detectors"]}
+    assert rows["panel_against_key"]["raised"] == 0
+    assert rows["consensus_against_key"]["raised"] == 1
+
+
 def test_consensus_needs_both_judges_and_strong_models(db):
     world = build_world(n_questions=6, n_models=5)
     # Q0004: four models 0 by one judge only -> no consensus.

@@ -16,8 +16,14 @@ method and sources in its docstring). This module only builds its inputs:
 It fires where the panel makes the key more likely wrong than right: posterior
 ``p_wrong`` > 1/2, the Bayes decision with equal costs, i.e. a Bayes factor above the
 prior odds ``pi / (1 - pi)`` that the fit itself estimates from the share of keys it
-takes as sound. No grade or share cut-off: a weak panel and a strong one are weighed by
-their own fitted reliabilities.
+takes as sound. It also fires where the models' evidence alone (the key's own say, its
+fitted reliability ``pi``, left out) makes another answer that models gave likelier
+than the key's: the maximum-likelihood answer is not the key's (``log10_lr_best`` > 0).
+That second line catches a key that is the panel's natural distractor, where the even
+spread of the key's errors over the K answers seen (the one-coin key) divides the
+alternative's weight by K; such an item keeps the panel's (negative) Bayes factor as its
+weight, so it is queued low (review.priority). No grade or share cut-off: a weak panel
+and a strong one are weighed by their own fitted reliabilities.
 """
 
 from __future__ import annotations
@@ -34,6 +40,24 @@ from scoring.judges.answers import read_key_and_responses
 
 #: Fires above this posterior probability that the key is wrong (module docstring).
 FIRE_P_WRONG = 0.5
+
+
+def panel_fired(kind: str, detail: Mapping) -> bool:
+    """Return whether a piece of evidence raises its item: False only for the panel's figure
+    where it did not fire (module docstring: p_wrong at or under its threshold, and no
+    other answer models gave more likely than the key's on the models' evidence alone).
+
+    Triage files the panel's figure on every item other evidence raised (and on every open
+    item), so review.priority can order those items by it (issue 27 item 3); such a piece
+    orders the item but does not raise it, so triage's counts, the closed-item check and
+    the detector scorecard leave it out.
+    """
+    if kind != "panel_against_key":
+        return True
+    detail = detail or {}
+    if float(detail.get("p_wrong") or 0) > float(detail.get("threshold", FIRE_P_WRONG)):
+        return True
+    return float(detail.get("log10_lr_best") or 0) > 0 and bool(detail.get("models"))
 
 
 def _is_read(answer: Any) -> bool:
@@ -121,10 +145,18 @@ def panel_inputs(
     return data, readings
 
 
+def _finite_or_none(values: np.ndarray | None, i: int) -> float | None:
+    if values is None or not np.isfinite(values[i]):
+        return None
+    return round(float(values[i]), 3)
+
+
 def panel_detail(fit: PanelFit, i: int, reading: dict, data: PanelData) -> dict:
     """Return the evidence detail of question row ``i`` of ``fit``.
 
-    Keys: "p_wrong" (0-1), "log10_bf" (bans), "prior_p_wrong" (1 - the fitted key
+    Keys: "p_wrong" (0-1), "log10_bf" (bans), "log10_lr_best" (bans: the likeliest other
+    answer against the key's on the models' evidence alone, None when there is none),
+    "prior_p_wrong" (1 - the fitted key
     reliability), "basis" ("answers", "grades" or "answers and grades": what the fit
     read on this question), "n_models" (with an answer or a grade), "n_read" (answers
     read), "n_key" (models giving the key's answer), "key_answer" / "suggested_answer"
@@ -155,6 +187,7 @@ def panel_detail(fit: PanelFit, i: int, reading: dict, data: PanelData) -> dict:
     detail: dict[str, Any] = {
         "p_wrong": round(float(fit.p_wrong[i]), 4),
         "log10_bf": round(float(fit.log10_bf[i]), 3),
+        "log10_lr_best": _finite_or_none(fit.log10_lr_best, i),
         "prior_p_wrong": round(1 - fit.key_reliability, 4),
         "threshold": FIRE_P_WRONG,
         "basis": basis,
@@ -212,5 +245,5 @@ def panel_findings(
         return [], {}
     fit = fit_panel(data)
     every = {pk: panel_detail(fit, i, readings[pk], data) for i, pk in enumerate(data.question_ids)}
-    fired = [(pk, d) for pk, d in sorted(every.items()) if d["p_wrong"] > FIRE_P_WRONG]
+    fired = [(pk, d) for pk, d in sorted(every.items()) if panel_fired("panel_against_key", d)]
     return fired, every

@@ -110,6 +110,10 @@ class PanelFit:
     - ``coincidence``: fitted chance that a wrong model's answer is a wrong key's.
     - ``labels_used`` (Q, M) int: the labels the fit read (-1 where a label was dropped
       because the grade contradicts it, or the key was unread).
+    - ``log10_lr_best`` (Q,): log10 likelihood ratio of the models' evidence (the key's own
+      say left out) for the likeliest other answer read against the key's answer; > 0 when
+      the panel's maximum-likelihood answer is not the key's; NaN where no other answer
+      was read or the key was unread.
     - ``iterations``, ``converged``.
     """
 
@@ -125,6 +129,7 @@ class PanelFit:
     iterations: int
     converged: bool
     labels_used: np.ndarray | None = None
+    log10_lr_best: np.ndarray | None = None
 
     @property
     def prior_log10_odds(self) -> float:
@@ -137,16 +142,31 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def fit_panel(
-    data: PanelData, *, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER
-) -> PanelFit:
-    """Fit the model of the module docstring to ``data`` by EM and return a :class:`PanelFit`.
+@dataclass(frozen=True)
+class _Observed:
+    """What the EM reads, derived once from PanelData (arrays as in fit_panel's body)."""
 
-    A question with no usable observation keeps p_wrong = 1 - pi and log10_bf = 0. Raises
-    ValueError for ``tol`` <= 0 or ``max_iter`` < 1 (and PanelData's own shape errors).
-    """
-    if tol <= 0 or max_iter < 1:
-        raise ValueError("tol must be positive and max_iter at least 1")
+    key_read: np.ndarray  # (Q,) bool
+    k: np.ndarray  # (Q,) the key's label (0 where unread)
+    n_lab: np.ndarray  # (Q,) K_q, at least 1
+    labels: np.ndarray  # (Q, M) labels counted (-1: none, unread key, or contradicted)
+    ans: np.ndarray  # (Q, M) bool: an answer label is counted
+    gmask: np.ndarray  # (Q, M) bool: a grade is counted (no answer counted)
+    g: np.ndarray  # (Q, M) the grade where counted, else 0
+    k_max: int
+    valid: np.ndarray  # (Q, K_max + 1) bool: classes that exist on q
+    log_w: np.ndarray  # (Q,) -log K_q
+    ai: np.ndarray  # rows, columns and labels of the counted answers
+    aj: np.ndarray
+    al: np.ndarray
+
+    @property
+    def rows(self) -> np.ndarray:
+        return np.arange(len(self.k))
+
+
+def _observed(data: PanelData) -> _Observed:
+    """Return the observations the fit counts: one per response (module docstring)."""
     n_q, n_m = data.labels.shape
     key_read = data.key_label >= 0
     k = np.where(key_read, data.key_label, 0)
@@ -164,89 +184,146 @@ def fit_panel(
         )
     labels = np.where(conflict, -1, labels)
     ans = labels >= 0
-    gmask = ~np.isnan(grades) & ~ans  # one observation per response: the answer if read
-    g = np.where(gmask, grades, 0.0)
+    gmask = graded & ~ans  # one observation per response: the answer if read
     k_max = int(n_lab.max()) if n_q else 1
     cols = np.arange(k_max + 1)
-    valid = (cols[None, :] < n_lab[:, None]) | (cols[None, :] == k_max)
-    rows = np.arange(n_q)
-    log_w = -np.log(n_lab.astype(float))
     ai, aj = np.nonzero(ans)
-    al = labels[ai, aj]
-    # agreement with the key (answers where read, else grades) seeds the abilities
-    agree = np.where(ans, labels == k[:, None], np.where(gmask, g, np.nan))
+    return _Observed(
+        key_read=key_read,
+        k=k,
+        n_lab=n_lab,
+        labels=labels,
+        ans=ans,
+        gmask=gmask,
+        g=np.where(gmask, grades, 0.0),
+        k_max=k_max,
+        valid=(cols[None, :] < n_lab[:, None]) | (cols[None, :] == k_max),
+        log_w=-np.log(n_lab.astype(float)),
+        ai=ai,
+        aj=aj,
+        al=labels[ai, aj],
+    )
+
+
+def _initial_abilities(obs: _Observed) -> np.ndarray:
+    """Return each model's starting ability: the logit of its agreement with the keys."""
+    agree = np.where(obs.ans, obs.labels == obs.k[:, None], np.where(obs.gmask, obs.g, np.nan))
     with np.errstate(invalid="ignore"):
         rate = np.nanmean(np.where(np.isnan(agree).all(axis=0), 0.5, agree), axis=0)
-    rate = np.nan_to_num(rate, nan=0.5)
-    ability = np.log(np.clip(rate, 0.05, 0.95) / (1 - np.clip(rate, 0.05, 0.95)))
+    rate = np.clip(np.nan_to_num(rate, nan=0.5), 0.05, 0.95)
+    return np.log(rate / (1 - rate))
+
+
+def _e_step(obs: _Observed, p: np.ndarray, pi: float, coin: float) -> tuple[np.ndarray, np.ndarray]:
+    """Return (panel log-likelihood per class (Q, K_max + 1), -inf where no class; posterior)."""
+    rows, k = obs.rows, obs.k
+    log_p, log_q = np.log(p), np.log1p(-p)
+    wrong = log_q + obs.log_w[:, None]
+    ll = np.where(obs.ans, wrong, 0.0).sum(axis=1)[:, None] * np.ones((1, obs.k_max + 1))
+    np.add.at(ll, (obs.ai, obs.al), log_p[obs.ai, obs.aj] - wrong[obs.ai, obs.aj])
+    a_wrong = np.clip((1 - p) * coin, _EPS, 1 - _EPS)
+    g, gmask = obs.g, obs.gmask
+    ll_g_right = np.where(gmask, g * log_p + (1 - g) * log_q, 0.0).sum(axis=1)
+    ll_g_wrong = np.where(gmask, g * np.log(a_wrong) + (1 - g) * np.log1p(-a_wrong), 0.0).sum(
+        axis=1
+    )
+    ll += ll_g_wrong[:, None]
+    ll[rows, k] += ll_g_right - ll_g_wrong
+    panel_ll = np.where(obs.valid, ll, -np.inf)
+    # the key as one more annotator
+    key_term = np.full(panel_ll.shape, np.log(1 - pi)) + obs.log_w[:, None]
+    key_term[rows, k] = np.log(pi)
+    full = panel_ll + key_term
+    full -= full.max(axis=1, keepdims=True)
+    post = np.exp(full)
+    post /= post.sum(axis=1, keepdims=True)
+    return panel_ll, post
+
+
+def _m_step(
+    obs: _Observed,
+    post: np.ndarray,
+    p: np.ndarray,
+    coin: float,
+    ability: np.ndarray,
+    difficulty: np.ndarray,
+    d_var: float,
+) -> tuple[float, float, np.ndarray, np.ndarray, float]:
+    """Return the next (pi, coin, ability, difficulty, d_var) (module docstring's M-step)."""
+    g, gmask = obs.g, obs.gmask
+    right = post[obs.rows, obs.k]
+    pi = float((right.sum() + 1) / (len(right) + 2))
+    denom = p + (1 - p) * (1 - coin)
+    coin_n = ((1 - right)[:, None] * g * gmask).sum()
+    miss_n = ((1 - right)[:, None] * (1 - g) * gmask * (1 - p) * (1 - coin) / denom).sum()
+    coin = float(np.clip((coin_n + 1) / (coin_n + miss_n + 2), 1e-3, 0.999))
+    target = np.zeros(p.shape)
+    target[obs.ai, obs.aj] = post[obs.ai, obs.al]
+    g_target = right[:, None] * g + (1 - right)[:, None] * (1 - g) * p / denom
+    target = np.where(gmask, g_target, target)
+    seen = obs.ans | gmask
+    resid = np.where(seen, target - p, 0.0)
+    curv = np.where(seen, p * (1 - p), 0.0)
+    ability = ability + (resid.sum(axis=0) - ability / _ABILITY_VAR) / (
+        curv.sum(axis=0) + 1 / _ABILITY_VAR
+    )
+    difficulty = difficulty - (resid.sum(axis=1) + difficulty / d_var) / (
+        curv.sum(axis=1) + 1 / d_var
+    )
+    d_var = max(_MIN_DIFFICULTY_VAR, float(np.mean(difficulty**2)))
+    return pi, coin, ability, difficulty, d_var
+
+
+def fit_panel(
+    data: PanelData, *, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER
+) -> PanelFit:
+    """Fit the model of the module docstring to ``data`` by EM and return a :class:`PanelFit`.
+
+    A question with no usable observation keeps p_wrong = 1 - pi and log10_bf = 0. Raises
+    ValueError for ``tol`` <= 0 or ``max_iter`` < 1 (and PanelData's own shape errors).
+    """
+    if tol <= 0 or max_iter < 1:
+        raise ValueError("tol must be positive and max_iter at least 1")
+    obs = _observed(data)
+    n_q = len(obs.k)
+    ability = _initial_abilities(obs)
     difficulty = np.zeros(n_q)
     pi, coin, d_var = 0.9, 0.1, 1.0
-    post = None
+    post = panel_ll = None
     converged = False
     it = 0
     while it < max_iter:
         it += 1
         p = np.clip(_sigmoid(ability[None, :] - difficulty[:, None]), _EPS, 1 - _EPS)
-        # ---- E-step: log-likelihood of each class from the panel (key excluded)
-        log_p, log_q = np.log(p), np.log1p(-p)
-        wrong = log_q + log_w[:, None]
-        ll = np.where(ans, wrong, 0.0).sum(axis=1)[:, None] * np.ones((1, k_max + 1))
-        np.add.at(ll, (ai, al), log_p[ai, aj] - wrong[ai, aj])
-        a_wrong = np.clip((1 - p) * coin, _EPS, 1 - _EPS)
-        ll_g_right = np.where(gmask, g * log_p + (1 - g) * log_q, 0.0).sum(axis=1)
-        ll_g_wrong = np.where(gmask, g * np.log(a_wrong) + (1 - g) * np.log1p(-a_wrong), 0.0).sum(
-            axis=1
-        )
-        ll += ll_g_wrong[:, None]
-        ll[rows, k] += ll_g_right - ll_g_wrong
-        panel_ll = np.where(valid, ll, -np.inf)
-        # the key as one more annotator
-        key_term = np.full((n_q, k_max + 1), np.log(1 - pi)) + log_w[:, None]
-        key_term[rows, k] = np.log(pi)
-        full = panel_ll + key_term
-        full -= full.max(axis=1, keepdims=True)
-        new_post = np.exp(full)
-        new_post /= new_post.sum(axis=1, keepdims=True)
+        panel_ll, new_post = _e_step(obs, p, pi, coin)
         delta = np.inf if post is None else float(np.abs(new_post - post).max())
         post = new_post
         if delta < tol:
             converged = True
             break
-        # ---- M-step
-        right = post[rows, k]
-        pi = float((right.sum() + 1) / (n_q + 2))
-        denom = p + (1 - p) * (1 - coin)
-        coin_n = ((1 - right)[:, None] * g * gmask).sum()
-        miss_n = ((1 - right)[:, None] * (1 - g) * gmask * (1 - p) * (1 - coin) / denom).sum()
-        coin = float(np.clip((coin_n + 1) / (coin_n + miss_n + 2), 1e-3, 0.999))
-        target = np.zeros((n_q, n_m))
-        target[ai, aj] = post[ai, al]
-        g_target = right[:, None] * g + (1 - right)[:, None] * (1 - g) * p / denom
-        target = np.where(gmask, g_target, target)
-        obs = ans | gmask
-        resid = np.where(obs, target - p, 0.0)
-        curv = np.where(obs, p * (1 - p), 0.0)
-        ability += (resid.sum(axis=0) - ability / _ABILITY_VAR) / (
-            curv.sum(axis=0) + 1 / _ABILITY_VAR
+        pi, coin, ability, difficulty, d_var = _m_step(
+            obs, post, p, coin, ability, difficulty, d_var
         )
-        difficulty -= (resid.sum(axis=1) + difficulty / d_var) / (curv.sum(axis=1) + 1 / d_var)
-        d_var = max(_MIN_DIFFICULTY_VAR, float(np.mean(difficulty**2)))
-    assert post is not None or n_q == 0
     if n_q == 0:
         empty = np.zeros(0)
         return PanelFit(
             data.question_ids, data.model_ids, empty, empty, empty.astype(int), pi,
             ability, difficulty, coin, it, True,
         )  # fmt: skip
-    others = np.where(valid, panel_ll, -np.inf)
+    rows, k = obs.rows, obs.k
+    others = np.where(obs.valid, panel_ll, -np.inf)
     others[rows, k] = -np.inf
     top = others.max(axis=1)
     lse = top + np.log(np.exp(others - top[:, None]).sum(axis=1))
-    log_bf = (lse + log_w - panel_ll[rows, k]) / _LN10
-    alt = np.where(valid, post, -1.0)
+    log_bf = (lse + obs.log_w - panel_ll[rows, k]) / _LN10
+    alt = np.where(obs.valid, post, -1.0)
     alt[rows, k] = -1.0
     best = alt.argmax(axis=1)
-    best = np.where((best == k_max) | ~key_read, -1, best)
+    best = np.where((best == obs.k_max) | ~obs.key_read, -1, best)
+    answers = others.copy()
+    answers[:, obs.k_max] = -np.inf  # another answer read, not "none of them"
+    lr_best = (answers.max(axis=1) - panel_ll[rows, k]) / _LN10
+    lr_best = np.where(np.isfinite(lr_best) & obs.key_read, lr_best, np.nan)
     return PanelFit(
         question_ids=data.question_ids,
         model_ids=data.model_ids,
@@ -259,7 +336,8 @@ def fit_panel(
         coincidence=coin,
         iterations=it,
         converged=converged,
-        labels_used=labels,
+        labels_used=obs.labels,
+        log10_lr_best=lr_best,
     )
 
 
