@@ -53,3 +53,22 @@ def test_reading(row):
         row["expected_ambiguous"],
     )
     assert a.is_read == (row["expected_kind"] != "unread")
+
+
+def test_a_question_that_asks_no_how_many_reads_no_count():
+    """crux-151's planted key "000 this is ..." was read as the count "0 thi": "697 this" in
+    the question's code made "this" a counted noun. Counts are read only for "how many"."""
+    from scoring.judges.answers import answer_kinds
+
+    question = (
+        "Complete the assertion with a literal.\n[PYTHON]\ndef f(text):\n    return text\n"
+        "assert f('697 this is the ultimate 7 address to attack') == ??\n[/PYTHON]"
+    )
+    assert "count" not in answer_kinds(question)
+    key = final_answer(
+        "000 this is the ultimate 0 address to attack", question=question, strict=True
+    )
+    assert key.kind != "count"
+    asked = "David has three sisters. How many brothers does David have?"
+    assert "count" in answer_kinds(asked)
+    assert final_answer("David has no brothers.", question=asked).label == "0 brothers"

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from ..figures import extract_locators, is_yes_no_question, polarity
 from .choices import _choice, question_options
-from .counts import read_count
+from .counts import asked_count, read_count
 from .explicit import _JSON_SHAPED_RE, _NEXT_TURN_RE, _explicit
 from .kinds import Answer, unread
 from .literals import _is_number, _literal, _literal_answer, _literal_value
@@ -116,7 +116,9 @@ def answer_kinds(question: str) -> list[str]:
         kinds.append("true_false")
     elif is_yes_no_question(question or ""):
         kinds.append("yes_no")
-    return kinds + ["count", "number", "locator", "name"]
+    if asked_count(question or "")[0]:
+        kinds.append("count")
+    return kinds + ["number", "locator", "name"]
 
 
 def _sentences(text: str) -> list[str]:
