@@ -124,6 +124,9 @@ class LeaderboardSerializer(serializers.Serializer):
         "still lacking a grade); never true beside complete."
     )
     stale_reason = serializers.CharField(allow_null=True, help_text="Why, when stale.")
+    stale_run_status = serializers.CharField(
+        allow_null=True, help_text="The status of the run that owes the grades, when stale."
+    )
     figures_state = serializers.ChoiceField(
         choices=["complete", "re-scoring", "incomplete"],
         help_text="The one state of the figures: complete, being re-scored, or incomplete.",

@@ -40,7 +40,8 @@ SVG_HEIGHT = 18
 def board_staleness(
     edition: KeyEdition, panel: list[dict[str, str]] | None = None
 ) -> dict[str, Any]:
-    """Return {"stale": bool, "stale_reason": str | None} for the edition's figures.
+    """Return {"stale": bool, "stale_reason": str | None, "stale_run_status": the owing
+    run's status or None} for the edition's figures.
 
     The figures are stale while the edition's newest re-scoring run
     (`scoring.runs_selectors.latest_run`) owes pairs they count: it is pending or running,
@@ -59,7 +60,7 @@ def board_staleness(
 
     run = latest_run(edition)
     if run is None or run.status == ScoringRun.Status.COMPLETE:
-        return {"stale": False, "stale_reason": None}
+        return {"stale": False, "stale_reason": None, "stale_run_status": None}
     has_grade = Grade.objects.filter(
         response_id=OuterRef("response_id"),
         judge_id=OuterRef("judge_id"),
@@ -78,7 +79,7 @@ def board_staleness(
         .count()
     )
     if not lacking:
-        return {"stale": False, "stale_reason": None}
+        return {"stale": False, "stale_reason": None, "stale_run_status": None}
     tail = (
         f"{lacking} of {run.needed} pair{'s' if run.needed != 1 else ''} lack a grade — "
         "these figures do not yet reflect them."
@@ -92,7 +93,7 @@ def board_staleness(
             ScoringRun.Status.STOPPED: "stopped at its budget",
         }.get(run.status, "was cancelled")
         head = f"Re-scoring run {run.pk} {verb} at {when:%H:%M} on {when:%Y-%m-%d} ({when:%Z})"
-    return {"stale": True, "stale_reason": f"{head}; {tail}"}
+    return {"stale": True, "stale_reason": f"{head}; {tail}", "stale_run_status": run.status}
 
 
 def leaderboard_doc(result: BoardResult, edition: KeyEdition) -> dict[str, Any]:
@@ -107,7 +108,7 @@ def leaderboard_doc(result: BoardResult, edition: KeyEdition) -> dict[str, Any]:
     doc = result.leaderboard_dict()
     doc.update(board_staleness(edition, result.panel))
     if doc.get("complete") is True:
-        doc.update(stale=False, stale_reason=None)
+        doc.update(stale=False, stale_reason=None, stale_run_status=None)
     doc.update(describe_figures(doc))
     return doc
 

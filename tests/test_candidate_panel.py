@@ -205,8 +205,8 @@ def test_a_budget_stopped_rescore_for_a_new_prompt_leaves_one_state(demo_bundle_
     """The demo: ref-strict moves to judge-v2 and a candidate with it is re-scored under a
     100-token cap, which stops the run before its first call (each call needs ~1,500). The
     judge panel's board (judge-v1) owes nothing: complete, not stale. The candidate's
-    board lacks every ref-strict grade and says it is being re-scored, and is not
-    complete: never `complete: true` beside `stale: true`."""
+    board lacks every ref-strict grade (276 responses) and is incomplete, naming the run
+    that stopped: never `complete: true` beside `stale: true`."""
     from questions.models import Benchmark
 
     call_command("import_bundle", str(demo_bundle_path), verbosity=0)
@@ -230,7 +230,9 @@ def test_a_budget_stopped_rescore_for_a_new_prompt_leaves_one_state(demo_bundle_
     assert (published["complete"], published["stale"]) == (True, False)
     assert published["figures_state"] == "complete"
     cand = run_json("leaderboard", "--panel", "candidate", "--no-cache")
-    assert (cand["complete"], cand["stale"], cand["figures_state"]) == (False, True, "re-scoring")
-    assert "stopped at its budget" in cand["figures_state_words"]
+    assert (cand["complete"], cand["stale"], cand["figures_state"]) == (False, True, "incomplete")
+    words = cand["figures_state_words"]
+    assert words.startswith("Incomplete: 276 responses of scored questions lack a grade")
+    assert "stopped at its budget" in words
     for doc in (published, cand):
         assert not (doc["complete"] and doc["stale"])
