@@ -66,9 +66,11 @@ def test_admin_previews_a_new_prompt_as_a_candidate_and_adopts_it(demo, live_ser
     shots.take(page, "candidate beside the judge panel full")
     assert _board(page, base) == before  # nothing changed for signed-in readers
 
-    page.get_by_role("button", name="Adopt as the judge panel").click()
-    page.wait_for_selector(".message")
-    assert "the judge panel is now" in page.inner_text("main")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Adopt as the judge panel").click()
+    assert "the judge panel is now ref-lenient@judge-v1, ref-strict@judge-v2" in page.inner_text(
+        ".messages"
+    )
     after = _board(page, base)
     assert after["_panel"][1] == {"judge": "ref-strict", "prompt_version": "judge-v2"}
     assert after != before
