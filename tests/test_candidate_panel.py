@@ -236,3 +236,41 @@ def test_a_budget_stopped_rescore_for_a_new_prompt_leaves_one_state(demo_bundle_
     assert "stopped at its budget" in words
     for doc in (published, cand):
         assert not (doc["complete"] and doc["stale"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_page_rescores_for_the_candidate_with_a_budget_and_skips_a_stale_pin(
+    demo_bundle_path, client
+):
+    """On the demo, ref-strict grades with judge-v2 now. A candidate pinning it at judge-v1
+    cannot be re-scored for it (a run grades at the current version): it is skipped with a
+    note. Pinned at judge-v2, the page shows the estimate of its 276 ungraded responses and
+    a re-score started from the page carries its token cap and stops at it."""
+    from questions.models import Benchmark
+    from scoring.models import ScoringRun
+    from scoring.services.candidate import candidate_graders
+
+    call_command("import_bundle", str(demo_bundle_path), verbosity=0)
+    bench = Benchmark.objects.get()
+    Judge.objects.filter(benchmark=bench, judge_id="ref-strict").update(prompt_version="judge-v2")
+    candidate_set(benchmark=bench, members=[("ref-lenient", None), ("ref-strict", "judge-v1")])
+    graders, notes = candidate_graders(bench)
+    assert [j.judge_id for j in graders] == ["ref-lenient"]
+    assert notes == [
+        "ref-strict: skipped, the candidate pins prompt judge-v1 but the judge grades with "
+        "judge-v2 now (a run grades at the judge's current prompt version)"
+    ]
+
+    client.force_login(UserFactory(username="ada", roles=["admin"]))
+    action = reverse("scoring:candidate_action", args=[bench.name])
+    client.post(action, {"action": "set", "spec": "ref-lenient,ref-strict@judge-v2"})
+    assert candidate_state(bench)[1] == {"judge": "ref-strict", "prompt_version": "judge-v2"}
+    preview = candidate_preview(bench.editions.get(name="original"))
+    assert preview["cost"]["estimate"]["judges"][1]["pairs"] == 276
+    page = client.get(reverse("scoring:candidate", args=[bench.name])).content.decode()
+    assert preview["cost"]["estimate"]["summary"] in page
+    response = client.post(action, {"action": "rescore", "budget_tokens": "100"})
+    run = ScoringRun.objects.get()
+    assert response.status_code == 302 and response["Location"].endswith(f"/runs/{run.pk}/")
+    assert (run.status, run.budget_tokens, run.graded) == ("stopped", 100, 0)
+    assert sorted(run.judges.values_list("judge_id", flat=True)) == ["ref-lenient", "ref-strict"]
