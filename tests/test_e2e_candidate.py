@@ -45,6 +45,10 @@ def test_admin_previews_a_new_prompt_as_a_candidate_and_adopts_it(demo, live_ser
     before = _board(page, base)
     assert before["_panel"][1] == {"judge": "ref-strict", "prompt_version": "judge-v1"}
 
+    # the Runs page's warning that the judges and the panel differ points to the candidate
+    page.goto(f"{base}/runs/")
+    link = page.get_by_role("link", name="try those versions as a candidate panel")
+    assert link.get_attribute("href") == f"/candidate/{BENCHMARK}/"
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Candidate panel").click()
     page.wait_for_selector("#define-heading")
     page.get_by_label("Judges at prompt versions").fill("ref-lenient,ref-strict@judge-v2")
