@@ -107,6 +107,7 @@ def _rows(preview: dict[str, Any]) -> list[dict[str, Any]]:
                 "candidate": cand.get(mid),
                 "moved": mid in preview["models_moved"],
                 "arrow": "" if not rank_move else "▲" if rank_move > 0 else "▼",
+                "places": abs(rank_move or 0),
             }
         )
     return rows

@@ -56,6 +56,8 @@ def test_admin_previews_a_new_prompt_as_a_candidate_and_adopts_it(demo, live_ser
     page.wait_for_selector("#summary")
     assert "ref-strict@judge-v2" in page.inner_text("#candidate-panel")
     assert page.inner_text("#candidate-state").startswith("Incomplete:")
+    assert page.inner_text("#partial-note").startswith("Not final.")
+    assert "none yet" in page.inner_text("#candidate-cost")
     shots.take(page, "candidate defined, not graded yet")
 
     page.get_by_role("button", name="Re-score original for the candidate").click()
@@ -63,6 +65,7 @@ def test_admin_previews_a_new_prompt_as_a_candidate_and_adopts_it(demo, live_ser
     page.goto(f"{base}/candidate/{BENCHMARK}/?edition=original")
     page.wait_for_selector("#side-table")
     assert page.inner_text("#candidate-state").startswith("Complete:")
+    assert page.locator("#partial-note").count() == 0
     moves = page.inner_text("#moves-sentence")
     assert "would move" in moves or "No model would move" in moves
     assert "paid call" in page.inner_text("#candidate-cost")
