@@ -15,6 +15,7 @@ NAV = [
     ("Key editions", "review:editions_index", None),
     ("Leaderboard", "scoring:leaderboard_index", None),
     ("Report", "scoring:report_index", None),
+    ("Candidate panel", "scoring:candidate_index", Role.EDITOR),
     ("Runs", "scoring:runs", Role.ADMIN),
     ("Audit log", "review:log", Role.ADMIN),
 ]

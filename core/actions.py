@@ -36,6 +36,12 @@ class Action(models.TextChoices):
     TRIAGE_RUN = "triage.run", "ran triage"
     USER_ROLES = "user.roles", "changed a user's roles"
     JUDGE_PANEL_SET = "judge_panel.set", "set the judge panel"
+    CANDIDATE_PANEL_SET = "candidate_panel.set", "set the candidate panel"
+    CANDIDATE_PANEL_CLEAR = "candidate_panel.clear", "discarded the candidate panel"
+    CANDIDATE_PANEL_ADOPT = (
+        "candidate_panel.adopt",
+        "adopted the candidate panel as the judge panel",
+    )
     READER_REPORT_SPAM = "reader_report.spam", "marked a reader's report as spam"
     BENCHMARK_PUBLICITY = (
         "benchmark.publicity",

@@ -123,8 +123,17 @@ def _public_doc(sel: dict[str, Any]) -> dict[str, Any]:
 
     result = board_for_edition(sel["edition"], banding=sel["banding"])
     doc = leaderboard_doc(result, sel["edition"])
+    return _public_state(doc)
+
+
+def _public_state(doc: dict[str, Any]) -> dict[str, Any]:
+    """Put the public wording of a stale board's reason in `doc`, and its state in words
+    with it (`scoring.completeness.describe_figures`): no run number or time in public."""
+    from scoring.completeness import describe_figures
+
     if doc.get("stale"):
         doc["stale_reason"] = PUBLIC_STALE
+        doc.update(describe_figures(doc))
     return doc
 
 
@@ -158,8 +167,7 @@ def leaderboard(request: HttpRequest, benchmark: str) -> HttpResponse:
 
     def make() -> HttpResponse:
         ctx = board_page_context(sel)
-        if ctx["doc"].get("stale"):
-            ctx["doc"]["stale_reason"] = PUBLIC_STALE
+        _public_state(ctx["doc"])
         base = reverse("public:leaderboard", args=[benchmark])
         query = _query(sel)
         ctx.update(

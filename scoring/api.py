@@ -119,10 +119,19 @@ class LeaderboardSerializer(serializers.Serializer):
     missing_grade_by_question = MissingByQuestionSerializer(many=True)
     notes = serializers.ListField(child=serializers.CharField())
     stale = serializers.BooleanField(
-        help_text="True while the edition's newest re-scoring run is unfinished, or when it "
-        "failed or was cancelled with pairs still lacking a grade."
+        help_text="True while the edition's newest re-scoring run owes grades these figures "
+        "count (unfinished, or failed, cancelled or stopped at its budget with such pairs "
+        "still lacking a grade); never true beside complete."
     )
     stale_reason = serializers.CharField(allow_null=True, help_text="Why, when stale.")
+    stale_run_status = serializers.CharField(
+        allow_null=True, help_text="The status of the run that owes the grades, when stale."
+    )
+    figures_state = serializers.ChoiceField(
+        choices=["complete", "re-scoring", "incomplete"],
+        help_text="The one state of the figures: complete, being re-scored, or incomplete.",
+    )
+    figures_state_words = serializers.CharField(help_text="That state in a sentence.")
     models = ModelScoreSerializer(many=True)
 
 

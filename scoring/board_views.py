@@ -18,6 +18,7 @@ from core.htmx import vary_on_htmx, wants_fragment
 from questions.errors import DomainError, NotFoundError
 from questions.models import Benchmark, Category, KeyEdition, KeyEntry
 from questions.selectors import latest_published_edition
+from scoring.completeness import describe_figures
 from scoring.engine import compare_leaderboards
 from scoring.render import tier_sentence
 from scoring.report import (
@@ -36,17 +37,22 @@ SVG_HEIGHT = 18
 
 
 # ----------------------------------------------------------------------------- staleness
-def board_staleness(edition: KeyEdition) -> dict[str, Any]:
-    """Return {"stale": bool, "stale_reason": str | None} for the edition's figures.
+def board_staleness(
+    edition: KeyEdition, panel: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """Return {"stale": bool, "stale_reason": str | None, "stale_run_status": the owing
+    run's status or None} for the edition's figures.
 
     The figures are stale while the edition's newest re-scoring run
-    (`scoring.runs_selectors.latest_run`) is pending or running, or when it ended failed or
-    cancelled and some of its pairs still lack a grade: grades that were written are
-    real grades and are shown, but the page must say the figures do not yet reflect the
-    pairs still owed. A later complete run clears it. Not cached (two queries), so a
-    cancel, which changes no grade, shows at once.
+    (`scoring.runs_selectors.latest_run`) owes pairs they count: it is pending or running,
+    or it ended failed, cancelled or stopped at its budget, with pairs still lacking a
+    grade. `panel` ([{"judge", "prompt_version"}], the board's judges) limits the pairs to
+    those of these judges at these versions (a run grades at a judge's current version):
+    a run for a candidate panel, or at a prompt version the panel does not pin, owes the
+    judge panel's figures nothing (issue 31). None: every pair of the run. Not cached (two
+    queries), so a cancel, which changes no grade, shows at once.
     """
-    from django.db.models import Exists, OuterRef
+    from django.db.models import Exists, OuterRef, Q
     from django.utils import timezone
 
     from scoring.models import Grade, RunItem, ScoringRun
@@ -54,22 +60,26 @@ def board_staleness(edition: KeyEdition) -> dict[str, Any]:
 
     run = latest_run(edition)
     if run is None or run.status == ScoringRun.Status.COMPLETE:
-        return {"stale": False, "stale_reason": None}
+        return {"stale": False, "stale_reason": None, "stale_run_status": None}
     has_grade = Grade.objects.filter(
         response_id=OuterRef("response_id"),
         judge_id=OuterRef("judge_id"),
         key_entry_id=OuterRef("key_entry_id"),
         prompt_version=OuterRef("judge__prompt_version"),
     )
+    counted = Q()
+    if panel is not None:
+        counted = Q(pk__in=[])
+        for m in panel:
+            counted |= Q(judge__judge_id=m["judge"], judge__prompt_version=m["prompt_version"])
     lacking = (
-        RunItem.objects.filter(run=run, response__isnull=False)
+        RunItem.objects.filter(counted, run=run, response__isnull=False)
         .exclude(state__in=(RunItem.State.GRADED, RunItem.State.UNPARSED, RunItem.State.REUSED))
         .filter(~Exists(has_grade))
         .count()
     )
-    finished = (ScoringRun.Status.FAILED, ScoringRun.Status.CANCELLED, ScoringRun.Status.STOPPED)
-    if run.status in finished and not lacking:
-        return {"stale": False, "stale_reason": None}
+    if not lacking:
+        return {"stale": False, "stale_reason": None, "stale_run_status": None}
     tail = (
         f"{lacking} of {run.needed} pair{'s' if run.needed != 1 else ''} lack a grade — "
         "these figures do not yet reflect them."
@@ -83,13 +93,23 @@ def board_staleness(edition: KeyEdition) -> dict[str, Any]:
             ScoringRun.Status.STOPPED: "stopped at its budget",
         }.get(run.status, "was cancelled")
         head = f"Re-scoring run {run.pk} {verb} at {when:%H:%M} on {when:%Y-%m-%d} ({when:%Z})"
-    return {"stale": True, "stale_reason": f"{head}; {tail}"}
+    return {"stale": True, "stale_reason": f"{head}; {tail}", "stale_run_status": run.status}
 
 
 def leaderboard_doc(result: BoardResult, edition: KeyEdition) -> dict[str, Any]:
-    """Return the leaderboard JSON document of `result` with `stale` and `stale_reason`."""
+    """Return the leaderboard JSON document of `result` with `stale`, `stale_reason`,
+    `figures_state` and `figures_state_words` (`scoring.completeness.describe_figures`).
+
+    Stale only for pairs the board's judges owe (`board_staleness` with its panel), and
+    never beside `complete: true`: figures with every grade owed reflect them all, so a
+    run owing grades they do not count (a candidate's, another prompt version's) leaves
+    them complete and not stale; one state, said in words (issue 31).
+    """
     doc = result.leaderboard_dict()
-    doc.update(board_staleness(edition))
+    doc.update(board_staleness(edition, result.panel))
+    if doc.get("complete") is True:
+        doc.update(stale=False, stale_reason=None, stale_run_status=None)
+    doc.update(describe_figures(doc))
     return doc
 
 

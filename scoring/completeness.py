@@ -132,3 +132,31 @@ def missing_grades(
         by_question=by_question,
         by_judge=[JudgeGap(j, n, k, bool(backends.get(pk))) for j, pk, n, k in gaps],
     )
+
+
+FIGURES_STATES = ("complete", "re-scoring", "incomplete")
+
+
+def describe_figures(doc: dict[str, Any]) -> dict[str, str]:
+    """Return the one state of a leaderboard document's figures, and it in words.
+
+    `doc` carries `complete`, `responses_missing_grade`, `stale`, `stale_reason` and
+    `stale_run_status` (`scoring.board_views.leaderboard_doc`, where `stale` is never true
+    beside `complete`: issue 31). Returns {"figures_state": one of FIGURES_STATES,
+    "figures_state_words": a sentence}: "complete" (every response of a scored question
+    has a grade from each judge of the set), "re-scoring" (a pending or running run owes
+    grades these figures count: the stale reason) or "incomplete" (grades are missing and
+    no run is under way for them; the stale reason says which run stopped, when one did).
+    """
+    missing = int(doc.get("responses_missing_grade") or 0)
+    lack = f"{missing} response{'' if missing == 1 else 's'} of scored questions lack a grade"
+    reason = doc.get("stale_reason") or ""
+    if doc.get("stale") and doc.get("stale_run_status") in ("pending", "running"):
+        state, words = "re-scoring", f"Being re-scored: {reason}".strip()
+    elif doc.get("complete") is False or doc.get("stale"):
+        state = "incomplete"
+        words = f"Incomplete: {lack} and are not in the scores." + (f" {reason}" if reason else "")
+    else:
+        state = "complete"
+        words = "Complete: every response of a scored question has a grade from each judge."
+    return {"figures_state": state, "figures_state_words": words}

@@ -32,6 +32,7 @@ from scoring.models import Grade, ScoringRun
 from scoring.runs_selectors import latest_run
 from scoring.selectors import (
     CACHE_TIMEOUT,
+    BoardResult,
     JudgeSet,
     _judge_filter,
     board_for_edition,
@@ -164,11 +165,24 @@ def _change_rows(
 
 def _comparison(draft: KeyEdition, base: KeyEdition | None) -> dict[str, Any]:
     """The methodology report's comparison of `base` -> `draft` (rule 10): both boards
-    from `scoring.selectors.board_for_edition` (cached), `compare_leaderboards` and the
-    report's correction margin; empty figures without `base` or a leaderboard."""
+    from `scoring.selectors.board_for_edition` (cached), then `compare_boards`."""
+    board = board_for_edition(draft)
+    return compare_boards(board_for_edition(base) if base is not None else None, board)
+
+
+def compare_boards(base_board: BoardResult | None, board: BoardResult) -> dict[str, Any]:
+    """Compare two boards as the methodology report does (rule 10): `compare_leaderboards`
+    and the report's correction margin (the largest score move against the band gap).
+
+    The one comparison of two boards for previews: two editions under one panel (the
+    draft's impact) or one edition under two panels (the candidate panel, issue 31).
+    Returns {"models": the report's `model_moves` ("original" = `base_board`, "corrected" =
+    `board`) each with `change` in points, "band_changes", "top3_unchanged",
+    "bottom5_unchanged", "kendall_tau", "correction_margin", "complete" (of `board`),
+    "notes"}; empty figures when either side has no leaderboard.
+    """
     from scoring.report import _correction_margin
 
-    board = board_for_edition(draft)
     complete = bool(board.completeness.complete) if board.completeness else False
     out: dict[str, Any] = {
         "models": [],
@@ -180,7 +194,6 @@ def _comparison(draft: KeyEdition, base: KeyEdition | None) -> dict[str, Any]:
         "complete": complete,
         "notes": list(board.notes) + (list(board.leaderboard.notes) if board.leaderboard else []),
     }
-    base_board = board_for_edition(base) if base is not None else None
     if base_board is None or base_board.leaderboard is None or board.leaderboard is None:
         return out
     robust = compare_leaderboards(base_board.leaderboard, board.leaderboard).to_dict()

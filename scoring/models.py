@@ -140,6 +140,38 @@ class PanelMember(models.Model):
         return f"{self.judge.judge_id}@{self.prompt_version} on the panel of {self.benchmark}"
 
 
+class CandidateMember(models.Model):
+    """One judge, at one prompt version, of a benchmark's *candidate* panel (issue 31 item 1).
+
+    A candidate panel is what an admin tries before it counts: its figures are shown to
+    admins and editors beside the judge panel's and change nothing public. Adopting it
+    makes these rows the judge panel (`scoring.services.candidate.candidate_adopt`, which
+    writes PanelMember through `judge_panel_set`, audit-logged) and deletes them. Written
+    only by `scoring.services.candidate`.
+    """
+
+    benchmark = models.ForeignKey(
+        Benchmark, on_delete=models.CASCADE, related_name="candidate_panel"
+    )
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="candidate_seats")
+    prompt_version = models.CharField(max_length=50)
+    added_at = models.DateTimeField(auto_now_add=True)
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["benchmark", "judge__judge_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["benchmark", "judge"], name="candidatemember_unique_judge_per_benchmark"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge.judge_id}@{self.prompt_version} on the candidate panel of {self.benchmark}"
+
+
 class ScoringRun(models.Model):
     """A re-scoring run (grades) or an audit run (verdicts) for one key edition."""
 

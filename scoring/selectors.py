@@ -117,13 +117,14 @@ class EditionGrades:
 PANEL = "panel"  # the benchmark's judge panel (PanelMember rows, pinned prompt versions)
 REQUESTED = "requested"  # judges named explicitly (--judges), at their current prompt versions
 NO_PANEL = "active"  # no panel set: every active judge at its current prompt version
+CANDIDATE = "candidate"  # the benchmark's candidate panel (CandidateMember rows; issue 31)
 
 
 @dataclass(frozen=True)
 class JudgeSet:
     """The judges a figure is computed from and where that set came from.
 
-    ``kind`` is PANEL, REQUESTED or NO_PANEL (see the constants above); ``judges`` are
+    ``kind`` is PANEL, REQUESTED, NO_PANEL or CANDIDATE (see the constants above); ``judges`` are
     sorted by judge_id, each with the prompt version whose grades are used.
     """
 
@@ -204,14 +205,20 @@ def resolve_judges(benchmark: Benchmark, judge_ids: list[str] | None = None) -> 
     Default (no `judge_ids`): the benchmark's judge panel at its pinned prompt versions
     (methodology rule 12), so adding a judge or grades of another prompt version changes
     no figure; a benchmark without a panel falls back to every active judge (kind
-    NO_PANEL, which callers must say). `judge_ids` asks for another set, at the judges'
-    current prompt versions; naming exactly the panel's judges gives the panel. Raises
-    NotFoundError for an unknown or non-judge id. Two queries at most.
+    NO_PANEL, which callers must say). `judge_ids` asks for another set, each `ID` at the
+    judge's current prompt version or `ID@VERSION` at that one; only when that is exactly
+    the panel (judges and versions) is it the panel, so a judge whose prompt moved past
+    the panel's pin is shown at its new version (issue 31). Raises NotFoundError for an
+    unknown or non-judge id. Two queries at most.
     """
     panel = panel_judges(benchmark)
-    wanted = sorted(set(judge_ids)) if judge_ids else None
-    if panel and (wanted is None or wanted == [j.judge_id for j in panel]):
-        return JudgeSet(tuple(panel), PANEL)
+    if not judge_ids:
+        if panel:
+            return JudgeSet(tuple(panel), PANEL)
+        wanted = None
+    else:
+        pins = {jid.strip(): v.strip() for jid, _, v in (j.partition("@") for j in judge_ids)}
+        wanted = sorted(pins)
     rows = list(
         Judge.objects.filter(benchmark=benchmark, role=Judge.Role.JUDGE)
         .order_by("judge_id")
@@ -225,12 +232,10 @@ def resolve_judges(benchmark: Benchmark, judge_ids: list[str] | None = None) -> 
                 f"benchmark {benchmark.name!r} has no judge {', '.join(map(repr, unknown))} "
                 f"(judges: {', '.join(by_id) or 'none'})"
             )
-        rows = [by_id[j] for j in wanted]
-        kind = REQUESTED
-    else:
-        rows = [r for r in rows if r[3]]
-        kind = NO_PANEL
-    return JudgeSet(tuple(JudgeRef(pk, jid, pv) for pk, jid, pv, _ in rows), kind)
+        asked = tuple(JudgeRef(by_id[j][0], j, pins[j] or by_id[j][2]) for j in wanted)
+        return JudgeSet(asked, PANEL if list(asked) == panel else REQUESTED)
+    rows = [r for r in rows if r[3]]
+    return JudgeSet(tuple(JudgeRef(pk, jid, pv) for pk, jid, pv, _ in rows), NO_PANEL)
 
 
 def scoring_judges(benchmark: Benchmark, judge_ids: list[str] | None = None) -> list[JudgeRef]:
@@ -252,6 +257,11 @@ def judge_set_note(benchmark: Benchmark, judge_set: JudgeSet) -> str | None:
         return (
             "judges chosen for this query, not the benchmark's judge panel: these are not "
             "the published figures"
+        )
+    if judge_set.kind == CANDIDATE:
+        return (
+            "the candidate panel, not the benchmark's judge panel: a preview for admins and "
+            "editors, not the published figures, until an admin adopts it"
         )
     return None
 
@@ -628,10 +638,12 @@ def board_for_edition(
     seed: int | None = None,
     banding: str = "gap",
     use_cache: bool = True,
+    judge_set: JudgeSet | None = None,
 ) -> BoardResult:
     """Return the leaderboard and agreement of `edition`, from the cache when still valid.
 
-    The judges are `resolve_judges(benchmark, judge_ids)`: the judge panel by default;
+    The judges are `judge_set` when given (a candidate panel's, say), else
+    `resolve_judges(benchmark, judge_ids)`: the judge panel by default;
     `panel` and `judge_set` on the result say which. Cache key: (benchmark, edition, kind
     of judge set, judges, band gap, bootstrap, seed, banding) plus the data version (`data_version`), so a new grade, an exclusion or a changed edition
     computes afresh. Raises NotFoundError for an unknown judge, DomainError for a bad
@@ -640,7 +652,7 @@ def board_for_edition(
     band_gap, n_bootstrap, seed = _defaults(band_gap, n_bootstrap, seed)
     if banding not in BANDINGS:
         raise DomainError(f"banding must be one of {', '.join(BANDINGS)}, not {banding!r}")
-    judge_set = resolve_judges(edition.benchmark, judge_ids)
+    judge_set = judge_set or resolve_judges(edition.benchmark, judge_ids)
     judges = list(judge_set.judges)
     version = data_version(edition, judges)
     key = (

@@ -473,6 +473,11 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "scoring:api-run-detail": (api(403, 403, 200), api(403, 403, 405)),
     # the estimate of a run over the latest published edition: reads only
     "scoring:api-run-estimate": (api(403, 403, 200), api(403, 403, 405)),
+    # the candidate panel (issue 31): editors see it, admins change it; nothing public
+    "scoring:candidate_index": (page(403, 302, 302), NO_POST),
+    "scoring:candidate": (page(403, 200, 200), NO_POST),
+    "scoring:candidate_action": (NO_GET, ADMINS_POST),  # an empty form: a message, back
+    "scoring:api_candidate": (api(403, 404, 404), api(403, 405, 405)),  # none defined: 404
     "scoring:api-run-cancel": (api(403, 403, 405), api(403, 403, 200)),
     "scoring:api-run-resume": (api(403, 403, 405), api(403, 403, 200)),
     # -- the public results site (issue 22): the demo benchmark is private here, so its

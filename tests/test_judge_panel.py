@@ -141,6 +141,8 @@ def test_panel_command_shows_and_sets_the_panel(tiny):
             {"judge": "j2", "prompt_version": "v1"},
         ],
         "changed": False,
+        "candidate": [],
+        "candidate_changed": False,
     }
     doc = run_json("panel", "--set", "j2@v0", "--user", "ada")
     assert doc["panel"] == [{"judge": "j2", "prompt_version": "v0"}] and doc["changed"]

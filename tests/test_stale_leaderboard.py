@@ -81,7 +81,7 @@ def test_failed_run_marks_the_board_stale_and_a_complete_run_clears_it(signed_in
     data = corrected
     html, download, api, cli = _views(signed_in, "corrected-1")
     assert not download["stale"] and download["stale_reason"] is None
-    assert api["stale"] is False and cli["stale"] is False and "Stale figures" not in html
+    assert api["stale"] is False and cli["stale"] is False and "Re-scoring run" not in html
     before_original = Grade.objects.filter(key_entry__edition=data.original).count()
 
     _break(data.judges[1])
@@ -99,8 +99,12 @@ def test_failed_run_marks_the_board_stale_and_a_complete_run_clears_it(signed_in
     )
     for doc in (download, api, cli):
         assert doc["stale"] is True and doc["stale_reason"] == reason
+        # one state: a run that ended owing grades leaves the figures incomplete (issue 31)
+        assert (doc["complete"], doc["figures_state"]) == (False, "incomplete")
         assert doc["models"] and "questions_scored" in doc  # existing keys are all still there
-    assert "Stale figures." in html and f"Re-scoring run {run.pk} failed at {when:%H:%M}" in html
+    assert (
+        "Incomplete figures." in html and f"Re-scoring run {run.pk} failed at {when:%H:%M}" in html
+    )
     assert "3 of 6 pairs lack a grade" in html
     # nothing was half-written: grades are whole rows, the failed pairs simply have none
     assert Grade.objects.filter(run=run).count() == 3
@@ -117,7 +121,8 @@ def test_failed_run_marks_the_board_stale_and_a_complete_run_clears_it(signed_in
         stdout=io.StringIO(),
         stderr=err,
     )
-    assert "warning: stale figures: Re-scoring run" in err.getvalue()
+    assert err.getvalue().startswith("warning: Incomplete: 3 responses of scored questions")
+    assert f"Re-scoring run {run.pk} failed at" in err.getvalue()
 
     data.judges[1].backend_settings = {"strictness": "strict"}
     data.judges[1].save()
@@ -129,7 +134,7 @@ def test_failed_run_marks_the_board_stale_and_a_complete_run_clears_it(signed_in
     html, download, api, cli = _views(signed_in, "corrected-1")
     for doc in (download, api, cli):
         assert doc["stale"] is False and doc["stale_reason"] is None
-    assert "Stale figures" not in html
+    assert "Re-scoring run" not in html
 
 
 def test_unfinished_run_marks_the_board_stale_while_it_runs(corrected):
@@ -140,7 +145,11 @@ def test_unfinished_run_marks_the_board_stale_while_it_runs(corrected):
     assert staleness["stale"] is True
     assert staleness["stale_reason"].startswith(f"Re-scoring run {run.pk} is pending (0 of 6")
     run_start.delay(run.pk)
-    assert board_staleness(corrected.corrected) == {"stale": False, "stale_reason": None}
+    assert board_staleness(corrected.corrected) == {
+        "stale": False,
+        "stale_reason": None,
+        "stale_run_status": None,
+    }
 
 
 def test_failed_run_whose_pairs_were_graded_since_is_not_stale(corrected):
@@ -215,4 +224,6 @@ def test_cancel_stops_the_remaining_pairs_and_marks_the_board_stale(
     html, download, api, cli = _views(signed_in, "original")
     for doc in (download, api, cli):
         assert doc["stale"] is True and doc["stale_reason"] == reason
-    assert "Stale figures." in html and "was cancelled at" in html
+        # one state: a run that ended owing grades leaves the figures incomplete (issue 31)
+        assert (doc["complete"], doc["figures_state"]) == (False, "incomplete")
+    assert "Incomplete figures." in html and "was cancelled at" in html

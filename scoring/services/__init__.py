@@ -3,6 +3,7 @@
 A package split by concern, with one direction (checked by import-linter, pyproject.toml);
 each module imports only modules below it:
 
+    candidate       the candidate panel (issue 31): its one writer, re-score, adoption
     runs            create / start / resume / cancel / close a run; follow-up tasks
     panel           the judge panel: its one writer (judge_panel_set), audit-logged
     pairs           which judges can grade; which pairs lack a current grade or verdict

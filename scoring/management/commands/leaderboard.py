@@ -12,6 +12,7 @@ from questions.cli import (
     domain_error,
     judge_ids_option,
     resolve_benchmark,
+    usage_error,
     write_json,
 )
 from questions.errors import DomainError
@@ -81,6 +82,13 @@ class Command(JsonCommand):
         )
         add_judges_argument(parser)
         parser.add_argument(
+            "--panel",
+            choices=("published", "candidate"),
+            default="published",
+            help="candidate: the candidate panel's figures (not published; issue 31) instead "
+            "of the judge panel's",
+        )
+        parser.add_argument(
             "--no-cache", action="store_true", help="compute afresh instead of reading the cache"
         )
         add_format_argument(parser, ("table", "json", "csv"))
@@ -88,11 +96,24 @@ class Command(JsonCommand):
     def handle(self, *args, **options):
         benchmark = resolve_benchmark(options["benchmark"])
         judge_ids = judge_ids_option(options)
+        judge_set = None
+        if options["panel"] == "candidate":
+            from scoring.candidate import candidate_judge_set
+
+            if judge_ids:
+                raise usage_error("--panel candidate names its judges: give no --judges")
+            judge_set = candidate_judge_set(benchmark)
+            if judge_set is None:
+                raise bad_input(
+                    f"benchmark {benchmark.name!r} has no candidate panel "
+                    "(define one: manage.py panel --candidate ID@VERSION,...)"
+                )
         try:
             edition = get_edition(benchmark, options["edition"])
             result = board_for_edition(
                 edition,
                 judge_ids=judge_ids,
+                judge_set=judge_set,
                 band_gap=options["band_gap"],
                 n_bootstrap=options["bootstrap"],
                 seed=options["seed"],
@@ -110,8 +131,8 @@ class Command(JsonCommand):
                 + "; ".join(result.notes or ["no grades"])
             )
         fmt = options["format"]
-        if doc["stale"] and fmt != "json":
-            self.stderr.write(f"warning: stale figures: {doc['stale_reason']}")
+        if doc["figures_state"] != "complete" and fmt != "json":
+            self.stderr.write(f"warning: {doc['figures_state_words']}")
         if fmt == "json":
             write_json(self, doc)
         elif fmt == "csv":

@@ -84,6 +84,13 @@ class RunCommand(JsonCommand):
                 help="send the model judges' calls through their vendors' batch APIs (half "
                 "price, results within 24 h; polled by the scoring.poll_batches beat task)",
             )
+            parser.add_argument(
+                "--panel",
+                choices=("candidate",),
+                default=None,
+                help="candidate: grade for the candidate panel's judges (issue 31), what "
+                "lacks a grade at their versions; estimate and budget as any run",
+            )
         parser.add_argument(
             "--run",
             type=int,
@@ -131,7 +138,10 @@ class RunCommand(JsonCommand):
         if options["resume"]:
             run = self._resume(edition, options["run"], budget)
         else:
-            judges = self._judges(benchmark, edition, options[self.judges_option])
+            if options.get("panel") == "candidate":
+                judges = self._candidate_judges(benchmark, options[self.judges_option])
+            else:
+                judges = self._judges(benchmark, edition, options[self.judges_option])
             if options["dry_run"]:
                 self._dry_run(edition, judges, options["format"])
                 return
@@ -158,6 +168,21 @@ class RunCommand(JsonCommand):
             )
         if run.status == ScoringRun.Status.FAILED:
             raise bad_input(f"run {run.pk} finished with {run.failed} failed pair(s): {run.error}")
+
+    def _candidate_judges(self, benchmark, wanted: str | None) -> list[Judge]:
+        """The candidate panel's judges a run can grade for (notes on the others to stderr)."""
+        from scoring.services.candidate import candidate_graders, candidate_state
+
+        if wanted:
+            raise usage_error("--panel candidate names its judges: give no --judges")
+        if not candidate_state(benchmark):
+            raise bad_input(f"benchmark {benchmark.name!r} has no candidate panel")
+        judges, notes = candidate_graders(benchmark)
+        for note in notes:
+            self.stderr.write(note)
+        if not judges:
+            raise bad_input("no judge of the candidate panel can grade: " + "; ".join(notes))
+        return judges
 
     def _judges(self, benchmark, edition, wanted: str | None) -> list[Judge]:
         if not wanted:
