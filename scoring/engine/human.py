@@ -315,7 +315,12 @@ def human_agreement(
         if ok and undefined[k]:
             notes.append(
                 f"{_words(name)}: undefined in {undefined[k]} of {n_bootstrap} resamples "
-                "(all grades in one category there), left out of its interval"
+                + (
+                    "(all grades in one category there)"
+                    if name.endswith("kappa")
+                    else "(none of the responses it needs drawn there)"
+                )
+                + ", left out of its interval"
             )
     judges = []
     for j, judge_id in enumerate(u.judge_ids):
