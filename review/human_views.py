@@ -32,6 +32,7 @@ from scoring.human import (
     sample_progress,
 )
 from scoring.human_models import HumanGrade, HumanSample
+from scoring.judges.prompts import describe_scale
 
 
 def _sample(pk: int) -> HumanSample:
@@ -128,6 +129,8 @@ def human_grade(request: HttpRequest, sample_id: int, position: int) -> HttpResp
         "passage": selectors.passage_for_entry(entry),
         "successor": successor_passage(entry),
         "scale": scale,
+        # The scale's meaning in the judges' own words (the prompt's $scale_meaning).
+        "scale_meaning": describe_scale(scale).strip(),
         "mine": mine,
         "error": error,
         "progress": sample_progress(sample, request.user),

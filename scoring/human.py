@@ -180,6 +180,19 @@ def latest_sample(benchmark: Benchmark) -> HumanSample | None:
     return HumanSample.objects.filter(benchmark=benchmark).order_by("-created_at", "-id").first()
 
 
+def human_changed_at(benchmark: Benchmark) -> Any:
+    """When the benchmark's blind grades last changed (a draw or a grade, new or replaced,
+    from the audit log), or None: for the public site's ETag and Last-Modified."""
+    from django.db.models import Max
+
+    from core.models import AuditLogEntry
+
+    return AuditLogEntry.objects.filter(
+        benchmark_name=benchmark.name,
+        action__in=[str(Action.HUMAN_SAMPLE_DRAW), str(Action.HUMAN_GRADE_RECORD)],
+    ).aggregate(t=Max("created_at"))["t"]
+
+
 def next_item(sample: HumanSample, user: Any) -> HumanSampleItem | None:
     """The first item (by position) `user` has not graded, or None when they graded all.
 

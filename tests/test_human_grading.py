@@ -302,3 +302,26 @@ def test_human_grades_travel_in_bundles_and_bad_rows_refuse_the_bundle(demo, tmp
     ):
         assert any(p.startswith(prefix) for p in problems), (prefix, problems)
     assert not Benchmark.objects.filter(name=BENCHMARK).exists()
+
+
+def test_the_public_site_shows_judges_against_people_and_its_etag_follows_the_grades(demo, client):
+    from questions.services import benchmark_publicity_set
+    from scoring.human import human_grade_record
+
+    benchmark, users = demo
+    admin = User.objects.create_user("hg-admin")
+    admin.groups.add(Group.objects.get_or_create(name="admin")[0])
+    benchmark_publicity_set(benchmark=benchmark, user=admin, public=True, credit_reviewers=False)
+    sample = _grade_thirty(benchmark, users)
+    url = f"/public/{BENCHMARK}/report/"
+    first = client.get(url)
+    html = first.content.decode()
+    assert first.status_code == 200 and "Judges against people" in html
+    assert "/review/blind/" not in html and "hg-ann" not in html
+    etag = first["ETag"]
+    assert client.get(url, HTTP_IF_NONE_MATCH=etag).status_code == 304
+    # A changed grade changes the page: no stale 304.
+    item = sample.items.get(position=30)
+    old = item.grades.get(reviewer=users["hg-ann"]).grade
+    human_grade_record(item, reviewer=users["hg-ann"], grade=(old + 1) % 3)
+    assert client.get(url, HTTP_IF_NONE_MATCH=etag).status_code == 200
