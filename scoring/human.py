@@ -9,10 +9,12 @@ scoring.selectors.load_edition_grades, the same table as the leaderboard.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -32,7 +34,7 @@ from scoring.engine.human import (
     inverse_probability_weights,
 )
 from scoring.human_models import HumanGrade, HumanSample, HumanSampleItem
-from scoring.selectors import EditionGrades, load_edition_grades
+from scoring.selectors import CACHE_TIMEOUT, EditionGrades, data_version, load_edition_grades
 
 #: A sample's size unless the person drawing it says otherwise.
 DEFAULT_SIZE = 60
@@ -244,11 +246,46 @@ def human_figures(
     each stratum). Bootstrap: settings.SNAGLIST_BOOTSTRAP resamples, seed
     settings.SNAGLIST_BOOTSTRAP_SEED unless given. Keys: sample, n_grades, figures
     (scoring.engine.human.HumanAgreement.to_dict), sentences (the interval widths in
-    words), notes.
+    words), notes. Cached (Django's cache, CACHE_TIMEOUT) under a key of the edition, the
+    sample, its grade count, the last blind-grading audit-log time, the edition's data
+    version and judges, resamples and seed: a new or changed grade is a new key.
     """
     sample = latest_sample(edition.benchmark)
     if sample is None:
         return None
+    n_bootstrap = int(settings.SNAGLIST_BOOTSTRAP if n_bootstrap is None else n_bootstrap)
+    seed = int(settings.SNAGLIST_BOOTSTRAP_SEED if seed is None else seed)
+    # 1,000 resamples of three sklearn kappas each take seconds (bench/bench_human.py): the
+    # figures are cached by everything they are computed from.
+    key = (
+        "scoring:human:"
+        + hashlib.sha1(
+            repr(
+                (
+                    edition.pk,
+                    sample.pk,
+                    HumanGrade.objects.filter(item__sample=sample).count(),
+                    human_changed_at(edition.benchmark),
+                    data_version(edition, data.judges),
+                    [j.judge_id for j in data.judges],
+                    n_bootstrap,
+                    seed,
+                )
+            ).encode()
+        ).hexdigest()
+    )
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    doc = _compute_figures(edition, data, sample, n_bootstrap, seed)
+    cache.set(key, doc, CACHE_TIMEOUT)
+    return doc
+
+
+def _compute_figures(
+    edition: KeyEdition, data: EditionGrades, sample: HumanSample, n_bootstrap: int, seed: int
+) -> dict[str, Any]:
+    """human_figures without the cache."""
     rows = list(
         HumanGrade.objects.filter(item__sample=sample)
         .order_by("created_at", "id")
@@ -288,11 +325,7 @@ def human_figures(
     if not rows or data.table is None:
         return doc
     units = _units(rows, data)
-    result = human_agreement(
-        units,
-        n_bootstrap=int(settings.SNAGLIST_BOOTSTRAP if n_bootstrap is None else n_bootstrap),
-        seed=int(settings.SNAGLIST_BOOTSTRAP_SEED if seed is None else seed),
-    ).to_dict()
+    result = human_agreement(units, n_bootstrap=n_bootstrap, seed=seed).to_dict()
     doc["figures"] = result
     doc["sentences"] = width_sentences(result)
     return doc
