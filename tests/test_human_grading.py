@@ -283,6 +283,9 @@ def test_human_grades_travel_in_bundles_and_bad_rows_refuse_the_bundle(demo, tmp
     result = import_bundle(backup)
     assert result.created["human grades"] == 38
     assert dump() == before
+    # Importing the same bundle again adds nothing.
+    again = import_bundle(backup)
+    assert again.created.get("human grades", 0) == 0 and dump() == before
     # Bad rows: every problem named FILE:LINE: FIELD, and nothing written.
     bad = tmp_path / "bad"
     shutil.copytree(backup, bad)
