@@ -392,3 +392,35 @@ def width_sentences(figures: dict[str, Any]) -> list[str]:
             f"twice, {pct}% interval {p['low']:.2f} to {p['high']:.2f} ({p['width']:.2f} wide)."
         )
     return out
+
+
+def human_markdown(h: dict[str, Any] | None) -> list[str]:
+    """Return the "Judges against people" lines of the Markdown report and of `agreement
+    --format table` for `h` (human_figures' dict; no lines for None)."""
+    if not h:
+        return []
+    s = h["sample"]
+    md = [
+        "",
+        "## Judges against people",
+        "",
+        f"Blind sample {s['name']} ({s['size']} responses, key edition {s['edition']}, seed "
+        f"{s['seed']}); {h['n_grades']} human grades. Inverse-probability weighted; kappa "
+        "with quadratic weights; intervals from a stratified bootstrap.",
+    ]
+    f = h["figures"]
+    if not f:
+        return md + ["", "No blind grades yet."]
+    md += ["", *h["sentences"], "", "| judge | kappa | interval | exact agreement | grades |"]
+    md.append("|---|---:|---|---:|---:|")
+
+    def row(name: str, k: dict[str, Any], e: dict[str, Any], n: Any) -> str:
+        kv = "–" if k["value"] is None else f"{k['value']:.2f}"
+        ki = "–" if k["low"] is None else f"{k['low']:.2f} to {k['high']:.2f}"
+        ev = "–" if e["value"] is None else f"{100 * e['value']:.0f}%"
+        return f"| {name} | {kv} | {ki} | {ev} | {n} |"
+
+    md += [row(j["judge"], j["kappa"], j["exact_agreement"], j["kappa"]["n"]) for j in f["judges"]]
+    p = f["people"]
+    md.append(row("people against people", p["kappa"], p["exact_agreement"], p["n_responses"]))
+    return md + [f"- {n}" for n in h["notes"]]

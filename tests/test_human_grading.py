@@ -206,6 +206,10 @@ def test_after_thirty_blind_grades_the_report_shows_each_judges_kappa_with_its_i
         assert j["kappa"]["low"] <= j["kappa"]["value"] <= j["kappa"]["high"]
     assert human["figures"]["people"]["n_responses"] == 8
     assert any("wide" in s for s in human["sentences"])
+    from scoring.render import report_markdown
+
+    md = report_markdown(doc)
+    assert "## Judges against people" in md and "| people against people | " in md
     client.force_login(users["hg-ann"])
     html = client.get(f"/report/{BENCHMARK}/").content.decode()
     assert "Judges against people" in html and " wide" in html

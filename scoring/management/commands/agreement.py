@@ -15,7 +15,7 @@ from questions.cli import (
 )
 from questions.errors import DomainError
 from questions.selectors import get_edition
-from scoring.human import human_figures
+from scoring.human import human_figures, human_markdown
 from scoring.report import agreement_table
 from scoring.selectors import board_for_edition, load_edition_grades
 
@@ -48,3 +48,6 @@ class Command(JsonCommand):
             write_json(self, doc)
         else:
             self.stdout.write(agreement_table(doc), ending="")
+            lines = human_markdown(doc["human_agreement"])
+            if lines:
+                self.stdout.write("\n".join(lines) + "\n", ending="")
