@@ -10,6 +10,7 @@ from core.roles import Role, user_roles
 NAV = [
     ("Overview", "home", None),
     ("Review queue", "review:queue", Role.REVIEWER),
+    ("Blind grading", "review:human_index", Role.REVIEWER),
     ("Approvals", "review:approvals", Role.EDITOR),
     ("Progress", "review:progress_index", Role.EDITOR),
     ("Key editions", "review:editions_index", None),

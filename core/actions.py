@@ -58,6 +58,8 @@ class Action(models.TextChoices):
     # written by the grade trigger (questions/trigger_functions.py), not by Python
     GRADE_REASK = "grade.reask", "replaced an unparsed grade with the judge's new reply"
     BENCHMARK_DELETE = "benchmark.delete", "deleted the benchmark and everything in it"
+    HUMAN_SAMPLE_DRAW = "human_sample.draw", "drew a blind human grading sample"
+    HUMAN_GRADE_RECORD = "human_grade.record", "recorded a blind grade of a sampled response"
 
 
 def action_label(action: str) -> str:

@@ -16,6 +16,7 @@ from django.http import Http404
 from core.actions import Action
 from core.models import AuditLogEntry
 from questions.models import AuditExclusion, Benchmark, KeyEdition
+from scoring.human import human_changed_at
 from scoring.models import Grade
 from scoring.selectors import data_version, scoring_judges
 
@@ -65,7 +66,8 @@ def public_etag(
 
     It changes when an edition is published, the page's figures change
     (`scoring.selectors.data_version` of `edition`: grades, exclusions, the edition chain,
-    the judges), the credit switch changes, or the query string differs.
+    the judges; `scoring.human.human_changed_at`: blind human grades), the credit switch
+    changes, or the query string differs.
     """
     parts = [
         benchmark.pk,
@@ -75,6 +77,8 @@ def public_etag(
     ]
     if edition is not None:
         parts.append(data_version(edition, scoring_judges(benchmark)))
+    # The report's judges against people change with every blind grade (issue 31 item 2).
+    parts.append(human_changed_at(benchmark))
     return '"' + hashlib.sha1(repr(parts).encode()).hexdigest()[:20] + '"'
 
 
@@ -82,7 +86,8 @@ def public_last_modified(benchmark: Benchmark, editions: list[KeyEdition]) -> da
     """Return when the benchmark's public content last changed, or None when never published.
 
     The latest of: an edition's publication, a grade of the benchmark's judges, an
-    exclusion by the key audit, a change of the public switch (audit log). Three queries.
+    exclusion by the key audit, a change of the public switch (audit log), a blind human
+    grade or sample (audit log). Four queries.
     """
     times = [e.published_at for e in editions if e.published_at]
     if not times:
@@ -100,4 +105,5 @@ def public_last_modified(benchmark: Benchmark, editions: list[KeyEdition]) -> da
             action=str(Action.BENCHMARK_PUBLICITY), target_type="benchmark", target_id=benchmark.pk
         ).aggregate(t=Max("created_at"))["t"]
     )
+    times.append(human_changed_at(benchmark))
     return max(t for t in times if t is not None)

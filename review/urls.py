@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from review import approval_views, edition_views, progress_views, views
+from review import approval_views, edition_views, human_views, progress_views, views
 
 app_name = "review"
 
@@ -19,6 +19,14 @@ urlpatterns = [
     path("review/reports/<int:report_id>/spam/", views.reader_report_spam, name="report_spam"),
     path("review/items/<int:item_id>/decide/", views.item_decide, name="decide"),
     path("review/approvals/", views.approvals, name="approvals"),
+    path("review/blind/", human_views.human_index, name="human_index"),
+    path("review/blind/draw/", human_views.human_sample_create, name="human_sample_create"),
+    path("review/blind/<int:sample_id>/next/", human_views.human_next, name="human_next"),
+    path(
+        "review/blind/<int:sample_id>/<int:position>/",
+        human_views.human_grade,
+        name="human_grade",
+    ),
     path(
         "review/proposals/approve/",
         approval_views.proposals_approve,

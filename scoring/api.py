@@ -20,8 +20,9 @@ from rest_framework.views import APIView
 from questions.errors import DomainError, NotFoundError
 from questions.models import Benchmark
 from questions.selectors import get_edition
+from scoring.human import human_figures
 from scoring.report import build_report
-from scoring.selectors import BANDINGS, board_for_edition
+from scoring.selectors import BANDINGS, board_for_edition, load_edition_grades
 
 
 # ----------------------------------------------------------------------------- input
@@ -307,9 +308,13 @@ class AgreementApi(APIView):
         edition = _edition(benchmark, q.get("edition"))
         try:
             result = board_for_edition(edition, judge_ids=_judges(q.get("judges")))
+            doc = result.agreement_dict()
+            # Judges against people (issue 31 item 2), as `agreement --format json`.
+            data = load_edition_grades(edition, judge_ids=_judges(q.get("judges")))
+            doc["human_agreement"] = human_figures(edition, data)
         except DomainError as exc:
             raise ValidationError({"detail": str(exc)}) from exc
-        return Response(result.agreement_dict())
+        return Response(doc)
 
 
 class ReportApi(APIView):

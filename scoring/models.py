@@ -624,3 +624,7 @@ class JudgeBatch(models.Model):
         """The batch's idempotency tag, sent to the vendor (OpenAI metadata, every custom_id's
         prefix): "snaglist-b<pk>"."""
         return f"snaglist-b{self.pk}"
+
+
+# The blind human grading sample (issue 31 item 2) lives in its own module.
+from scoring.human_models import HumanGrade, HumanSample, HumanSampleItem  # noqa: E402, F401

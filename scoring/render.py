@@ -513,6 +513,9 @@ def report_markdown(doc: dict[str, Any]) -> str:
         else:
             md.append("No key entry differs between the two editions.")
     md += diagnostics_markdown(doc.get("judge_diagnostics") or [])
+    from scoring.human import human_markdown
+
+    md += human_markdown(doc.get("human_agreement"))
     if "judge_costs" in doc:
         md += costs_markdown(doc["judge_costs"])
     if doc["notes"]:

@@ -269,6 +269,10 @@ def build_report(
     from scoring.judge_diagnostics import judge_diagnostics
 
     doc["judge_diagnostics"] = judge_diagnostics(data)
+    from scoring.human import human_figures
+
+    # Judges against people (issue 31 item 2): None until a blind sample is drawn.
+    doc["human_agreement"] = human_figures(edition, data)
     doc["provenance"] = _provenance(
         edition, compare, board, judge_names, auditor_names, panel_words(doc)
     )

@@ -15,8 +15,9 @@ from questions.cli import (
 )
 from questions.errors import DomainError
 from questions.selectors import get_edition
+from scoring.human import human_figures, human_markdown
 from scoring.report import agreement_table
-from scoring.selectors import board_for_edition
+from scoring.selectors import board_for_edition, load_edition_grades
 
 
 class Command(JsonCommand):
@@ -37,10 +38,16 @@ class Command(JsonCommand):
         try:
             edition = get_edition(benchmark, options["edition"])
             result = board_for_edition(edition, judge_ids=judge_ids)
+            doc = result.agreement_dict()
+            # Judges against people (issue 31 item 2), with the same judges as the pairs.
+            data = load_edition_grades(edition, judge_ids=judge_ids)
+            doc["human_agreement"] = human_figures(edition, data)
         except DomainError as exc:
             raise domain_error(exc) from exc
-        doc = result.agreement_dict()
         if options["format"] == "json":
             write_json(self, doc)
         else:
             self.stdout.write(agreement_table(doc), ending="")
+            lines = human_markdown(doc["human_agreement"])
+            if lines:
+                self.stdout.write("\n".join(lines) + "\n", ending="")
