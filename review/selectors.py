@@ -304,41 +304,43 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     return passage
 
 
-def model_rows(
-    question: Question, entry: KeyEntry | None, benchmark: Benchmark | None = None
-) -> tuple[list[str], list[ModelRow]]:
-    """Return (judge ids, one row per response with each judge's grade on `entry`).
+@dataclass(frozen=True)
+class ModelRowValues:
+    """The raw rows behind `model_rows`, as two queries return them (value tuples).
 
-    Four or five queries (judges; the panel, and without one the active judges; responses;
-    grades), one more when `benchmark` (the question's) is not given. Each row carries every
-    judge's grades, flag reasons and rationales keyed by judge id, the same as `cells` in
-    judge order, and `agreed`: the panel's agreed grade as the leaderboard counts it
-    (scoring.selectors.scoring_judges: the panel at its pinned prompt versions, or every
-    active judge without a panel; scoring.engine.agreed_grade_rows), so a judge off the
-    panel shows its grade but never changes what counts.
+    `responses`: (response pk, model id, model name, text) by model id; `grades`:
+    (response pk, judge id, grade, flag, flag reason, rationale, prompt version) of judges
+    (role judge) on the entry, by judge id. Plain values, so a page can key a cached
+    fragment on them (`digest`).
     """
-    from scoring.engine import agreed_grade_rows
-    from scoring.selectors import scoring_judges
 
-    judges = list(
-        Judge.objects.filter(benchmark_id=question.benchmark_id, role=Judge.Role.JUDGE)
-        .order_by("judge_id")
-        .values_list("judge_id", flat=True)
+    responses: tuple[tuple, ...]
+    grades: tuple[tuple, ...]
+
+    def digest(self, *more: Any) -> str:
+        """Return a sha1 hex digest of these values and `more` (anything with a stable repr)."""
+        import hashlib
+
+        return hashlib.sha1(repr((self.responses, self.grades, more)).encode()).hexdigest()
+
+
+def model_row_values(question: Question, entry: KeyEntry | None) -> ModelRowValues:
+    """Return the question's responses and their judges' grades on `entry` (two queries;
+    one when the question has no response or `entry` is None)."""
+    responses = tuple(
+        question.responses.order_by("model__model_id").values_list(
+            "pk", "model__model_id", "model__name", "text"
+        )
     )
-    benchmark = benchmark or question.benchmark
-    panel = scoring_judges(benchmark)
-    pinned = {j.judge_id: j.prompt_version for j in panel}
-    counted: dict[int, dict[str, int | None]] = defaultdict(dict)
-    rows: dict[int, ModelRow] = {}
-    responses = question.responses.select_related("model").order_by("model__model_id")
-    for response in responses:
-        rows[response.pk] = ModelRow(response.model.model_id, response.model.name, response.text)
-    if entry is not None and rows:
+    grades: tuple = ()
+    if entry is not None and responses:
         # Ordered by judge only (flags keep the judge order): Grade's default ordering would
         # join question, benchmark and model tables for nothing.
-        grades = (
+        grades = tuple(
             Grade.objects.filter(
-                response_id__in=list(rows), key_entry=entry, judge__role=Judge.Role.JUDGE
+                response_id__in=[r[0] for r in responses],
+                key_entry=entry,
+                judge__role=Judge.Role.JUDGE,
             )
             .order_by("judge__judge_id")
             .values_list(
@@ -351,14 +353,56 @@ def model_rows(
                 "prompt_version",
             )
         )
-        for response_id, judge_id, grade, flag, flag_reason, rationale, version in grades:
-            row = rows[response_id]
-            if pinned.get(judge_id) == version:
-                counted[response_id][judge_id] = grade
-            row.grades[judge_id] = grade
-            row.rationales[judge_id] = rationale
-            if flag:
-                row.flags[judge_id] = flag_reason or "flagged"
+    return ModelRowValues(responses, grades)
+
+
+def model_rows(
+    question: Question,
+    entry: KeyEntry | None,
+    benchmark: Benchmark | None = None,
+    *,
+    judges_and_panel: tuple[list[str], list] | None = None,
+    values: ModelRowValues | None = None,
+) -> tuple[list[str], list[ModelRow]]:
+    """Return (judge ids, one row per response with each judge's grade on `entry`).
+
+    Four or five queries (judges; the panel, and without one the active judges; responses;
+    grades), one more when `benchmark` (the question's) is not given. `judges_and_panel`
+    gives (the judge ids sorted, scoring_judges) as review.page_cache.panel keeps them, and
+    `values` what `model_row_values` read: none of their queries then. Each row carries every
+    judge's grades, flag reasons and rationales keyed by judge id, the same as `cells` in
+    judge order, and `agreed`: the panel's agreed grade as the leaderboard counts it
+    (scoring.selectors.scoring_judges: the panel at its pinned prompt versions, or every
+    active judge without a panel; scoring.engine.agreed_grade_rows), so a judge off the
+    panel shows its grade but never changes what counts.
+    """
+    from scoring.engine import agreed_grade_rows
+    from scoring.selectors import scoring_judges
+
+    benchmark = benchmark or question.benchmark
+    if judges_and_panel is not None:
+        judges, panel = judges_and_panel
+    else:
+        judges = list(
+            Judge.objects.filter(benchmark_id=question.benchmark_id, role=Judge.Role.JUDGE)
+            .order_by("judge_id")
+            .values_list("judge_id", flat=True)
+        )
+        panel = scoring_judges(benchmark)
+    values = values if values is not None else model_row_values(question, entry)
+    pinned = {j.judge_id: j.prompt_version for j in panel}
+    counted: dict[int, dict[str, int | None]] = defaultdict(dict)
+    rows: dict[int, ModelRow] = {
+        pk: ModelRow(model_id, name, text) for pk, model_id, name, text in values.responses
+    }
+    for response_id, judge_id, grade, flag, flag_reason, rationale, version in values.grades:
+        row = rows[response_id]
+        if pinned.get(judge_id) == version:
+            counted[response_id][judge_id] = grade
+        row.grades[judge_id] = grade
+        row.rationales[judge_id] = rationale
+        if flag:
+            row.flags[judge_id] = flag_reason or "flagged"
     from review.queue_rows import truncate_chars
     from review.templatetags.review_tags import grade_class
 
