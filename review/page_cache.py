@@ -5,21 +5,23 @@ cached where `content_cache.enabled()` is False: the page reads the database as 
 
 - `working_edition_with_chain(benchmark_id)`: the working (latest published) key edition
   and its ancestry, token "editions";
-- `key_part(question, benchmark_id)`: the question's effective key entry in it (with its
+- `key_part(question, benchmark)`: the question's effective key entry in it (with its
   citation document, edition and audit exclusion), the cited passage
-  (`selectors.passage_for_entry`) and the successor edition's passage
-  (`cited_passages.successor_passage`), tokens "editions" and "sources";
-- `panel(benchmark)`: the benchmark's judge ids and the judges whose grades count
-  (`scoring.selectors.scoring_judges`), token "panel".
+  (`selectors.passage_for_entry`), the successor edition's passage
+  (`cited_passages.successor_passage`) and the judge panel (the benchmark's judge ids and
+  `scoring.selectors.scoring_judges`), tokens "editions", "sources" and "panel";
+- `citation_labels(benchmark_id, question_ids, compute)`: the queue's "Cited" column for a
+  page of questions, tokens "editions" and "sources";
+- `filter_choices(benchmark_ids, compute)`: the queue filter's categories and documents;
 
 Grades, responses, audit verdicts, the item itself and the queue are read on every request
 (they change with every scoring run and review action, written by raw SQL and COPY that
 send no signal).
 
 The tokens are dropped by `connect_signals` (receivers on save of KeyEdition, AuditExclusion,
-SourceDocument, Section, Judge, PanelMember; a key entry of a published edition never
+Category, SourceDocument, Section, Judge, PanelMember; a key entry of a published edition never
 changes, questions/migrations/0002) and by the writers that bypass signals: bundle import
-(interchange), `import_sources`, `scoring.services.panel.set_panel`, and the admin's
+(interchange), `import_sources`, `scoring.services.panel.judge_panel_set`, and the admin's
 deletions of documents and passages. No post_delete receiver is connected: it would stop
 Django deleting a benchmark's passages in one statement.
 """
@@ -34,7 +36,14 @@ from django.core.cache import cache
 from django.db.models.signals import post_save
 
 from core import content_cache
-from questions.models import AuditExclusion, KeyEdition, KeyEntry, Section, SourceDocument
+from questions.models import (
+    AuditExclusion,
+    Category,
+    KeyEdition,
+    KeyEntry,
+    Section,
+    SourceDocument,
+)
 
 _MISS = object()
 
@@ -66,56 +75,91 @@ def working_edition_with_chain(benchmark_id: int) -> tuple[KeyEdition | None, li
 class KeyPart:
     """What the review page shows of a question's key: the working `edition` and its
     `chain`, the effective `entry` (None when not keyed or nothing is published), its
-    cited `passage` (selectors.Passage or None) and `successor` (SuccessorPassage or None)."""
+    cited `passage` (selectors.Passage or None) and `successor` (SuccessorPassage or
+    None), and the benchmark's `judges_and_panel` (its judge ids sorted, and
+    `scoring.selectors.scoring_judges`)."""
 
     edition: KeyEdition | None
     chain: list[int]
     entry: KeyEntry | None
     passage: Any
     successor: Any
+    judges_and_panel: tuple[list[str], list]
 
 
-def _read_key_part(question, benchmark_id: int) -> KeyPart:
+def _read_key_part(question, benchmark) -> KeyPart:
     from review import selectors
     from review.cited_passages import successor_passage
+    from scoring.models import Judge
+    from scoring.selectors import scoring_judges
 
-    edition, chain = working_edition_with_chain(benchmark_id)
+    edition, chain = working_edition_with_chain(benchmark.pk)
     entry = selectors.entry_for_question(question, edition, chain=chain)
     passage = selectors.passage_for_entry(entry)
     if passage is not None and passage.document is not None:
         _ = passage.document.superseded_by  # read now, so the cached copy holds it
-    return KeyPart(edition, chain, entry, passage, successor_passage(entry))
-
-
-def key_part(question, benchmark_id: int) -> KeyPart:
-    """Return the question's KeyPart, cached under the "editions" and "sources" tokens.
-
-    Read from the database (six to twelve queries) on a miss, none on a hit.
-    """
-    return _cached(
-        benchmark_id,
-        ("editions", "sources"),
-        "key",
-        (question.pk,),
-        lambda: _read_key_part(question, benchmark_id),
+    judges = list(
+        Judge.objects.filter(benchmark_id=benchmark.pk, role=Judge.Role.JUDGE)
+        .order_by("judge_id")
+        .values_list("judge_id", flat=True)
+    )
+    return KeyPart(
+        edition,
+        chain,
+        entry,
+        passage,
+        successor_passage(entry),
+        (judges, scoring_judges(benchmark)),
     )
 
 
-def panel(benchmark) -> tuple[list[str], list]:
-    """Return (the benchmark's judge ids, sorted; `scoring.selectors.scoring_judges`),
-    cached under the "panel" token. Three queries at most on a miss."""
-    from scoring.models import Judge
-    from scoring.selectors import scoring_judges
+def key_part(question, benchmark) -> KeyPart:
+    """Return the question's KeyPart, cached under the "editions", "sources" and "panel"
+    tokens (one cache look-up after the tokens').
 
-    def read():
-        judges = list(
-            Judge.objects.filter(benchmark_id=benchmark.pk, role=Judge.Role.JUDGE)
-            .order_by("judge_id")
-            .values_list("judge_id", flat=True)
-        )
-        return judges, scoring_judges(benchmark)
+    Read from the database (eight to fifteen queries) on a miss, none on a hit.
+    """
+    return _cached(
+        benchmark.pk,
+        ("editions", "sources", "panel"),
+        "key",
+        (question.pk,),
+        lambda: _read_key_part(question, benchmark),
+    )
 
-    return _cached(benchmark.pk, ("panel",), "panel", (benchmark.pk,), read)
+
+def citation_labels(benchmark_id: int, question_ids: list[int], compute) -> dict[int, str]:
+    """Return compute() ({question pk: citation label}, review.queue_rows) for a queue page's
+    questions, cached under the "editions" and "sources" tokens."""
+    return _cached(
+        benchmark_id, ("editions", "sources"), "labels", tuple(sorted(question_ids)), compute
+    )
+
+
+def filter_choices(benchmark_ids: list[int], compute) -> dict[str, list]:
+    """Return compute() (the queue filter's categories and documents over every benchmark,
+    review.selectors) cached under the "editions" and "sources" tokens of all of them."""
+    if not content_cache.enabled():
+        return compute()
+    tokens = [content_cache.tokens(pk, ("editions", "sources")) for pk in benchmark_ids]
+    first = benchmark_ids[0] if benchmark_ids else 0
+    return _cached(first, (), "choices", (benchmark_ids, tokens), compute)
+
+
+def rendered(name: str, values: Any, render) -> str:
+    """Return render() (HTML) cached under `name` and the sha1 of repr(`values`).
+
+    For a fragment that is a function of plain values only (dicts, tuples, strings,
+    numbers, dates): the key changes whenever a value does, so no token is needed and it is
+    cached whatever the cache backend.
+    """
+    digest = hashlib.sha1(repr(values).encode()).hexdigest()
+    key = f"review-fragment:{name}:{digest}"
+    html = cache.get(key)
+    if html is None:
+        html = render()
+        cache.set(key, html, content_cache.TIMEOUT)
+    return html
 
 
 # ------------------------------------------------------------------ invalidation
@@ -158,6 +202,7 @@ def connect_signals() -> None:
         {
             KeyEdition: "editions",
             AuditExclusion: "editions",
+            Category: "editions",  # the queue's filter lists them
             SourceDocument: "sources",
             Section: "sources",
             Judge: "panel",

@@ -142,24 +142,35 @@ def reviewer_usernames() -> list[str]:
 
 
 def filter_choices() -> dict[str, Any]:
-    """Return the options of the queue's filter form (a handful of small queries)."""
-    from questions.models import Category, SourceDocument
+    """Return the options of the queue's filter form (four small queries; two when the
+    categories and documents are kept, review.page_cache.filter_choices)."""
+    from review import page_cache
 
+    benchmarks = list(Benchmark.objects.values_list("pk", "name"))
     User = get_user_model()
     return {
-        "benchmarks": list(Benchmark.objects.values_list("name", flat=True)),
+        "benchmarks": [name for _pk, name in benchmarks],
+        **page_cache.filter_choices([pk for pk, _name in benchmarks], _content_choices),
+        "assignees": list(
+            User.objects.filter(review_claims__isnull=False)
+            .values_list("username", flat=True)
+            .order_by("username")
+            .distinct()
+        ),
+    }
+
+
+def _content_choices() -> dict[str, list]:
+    """The queue filter's categories and documents, over every benchmark (two queries)."""
+    from questions.models import Category, SourceDocument
+
+    return {
         "categories": list(
             Category.objects.values_list("category_id", "name").order_by("name").distinct()
         ),
         "documents": list(
             SourceDocument.objects.values_list("doc_id", "short_title")
             .order_by("doc_id")
-            .distinct()
-        ),
-        "assignees": list(
-            User.objects.filter(review_claims__isnull=False)
-            .values_list("username", flat=True)
-            .order_by("username")
             .distinct()
         ),
     }

@@ -16,8 +16,10 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.backends.utils import csrf_input
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from core.actions import Action
@@ -66,6 +68,24 @@ def _item_url(item) -> str:
 # ------------------------------------------------------------------ queue
 
 
+# Stands for the request's CSRF field in a cached queue table; "<" is escaped in any
+# rendered value, so no row's text can hold it.
+_CSRF_MARK = "<csrf-field-of-this-request>"
+
+
+def _queue_table(rows: list[dict], csrf_field: str) -> str:
+    """The queue's table of `rows` (review.queue_rows), rendered once per set of row values
+    (review.page_cache.rendered) and given this request's CSRF field."""
+    html = page_cache.rendered(
+        "queue-table",
+        rows,
+        lambda: render_to_string(
+            "review/_queue_table.html", {"rows": rows, "csrf_field": mark_safe(_CSRF_MARK)}
+        ),
+    )
+    return mark_safe(html.replace(_CSRF_MARK, csrf_field))  # noqa: S308 (our own template)
+
+
 @require_GET
 @requires(permissions.can_view_queue)
 def queue(request: HttpRequest) -> HttpResponse:
@@ -78,19 +98,20 @@ def queue(request: HttpRequest) -> HttpResponse:
     paginator.count = queue_rows.page_count_from_status_counts(filters, counts)
     page = paginator.get_page(request.GET.get("page"))
     can_claim = permissions.can_claim(request.user)
+    rows = queue_rows.queue_rows(list(page.object_list), now=selectors.now(), can_claim=can_claim)
+    # one CSRF field for every row's Claim form, not a {% csrf_token %} per row
+    csrf_field = csrf_input(request)
     context = {
         "filters": filters,
         "page": page,
-        "rows": queue_rows.queue_rows(
-            list(page.object_list), now=selectors.now(), can_claim=can_claim
-        ),
+        "rows": rows,
+        "table": _queue_table(rows, csrf_field),
         "counts": counts,
         "statuses": ReviewItem.Status.choices,
         "sources": Source.choices,
         "query": query_without_page(request),
         "can_claim": can_claim,
-        # one CSRF field for every row's Claim form, not a {% csrf_token %} per row
-        "csrf_field": csrf_input(request),
+        "csrf_field": csrf_field,
     }
     if wants_fragment(request):
         return vary(render(request, "review/_queue_results.html", context))
@@ -124,7 +145,7 @@ def _models_table(item: ReviewItem, key: page_cache.KeyPart) -> dict:
     panel, the scale, the editions' names), so a changed grade or response is a new key; the
     other names are callables the template calls on a miss only (two queries on a hit)."""
     values = selectors.model_row_values(item.question, key.entry)
-    judges_and_panel = page_cache.panel(item.benchmark)
+    judges_and_panel = key.judges_and_panel
     bench = item.benchmark
     models_key = values.digest(
         judges_and_panel,
@@ -154,7 +175,7 @@ def _models_table(item: ReviewItem, key: page_cache.KeyPart) -> dict:
 
 def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
     # the key entry, its passages and the panel: kept between requests (review.page_cache)
-    key = page_cache.key_part(item.question, item.benchmark_id)
+    key = page_cache.key_part(item.question, item.benchmark)
     edition, entry = key.edition, key.entry
     models = _models_table(item, key)
     prev_id, next_id = selectors.neighbour_item_ids(item)

@@ -179,5 +179,6 @@ def test_the_cached_key_part_is_the_databases(page):
     world, _item = page
     edition, chain = page_cache.working_edition_with_chain(world.benchmark.pk)
     assert edition == world.original and chain == [world.original.pk]
-    part = page_cache.key_part(world.q(1), world.benchmark.pk)
+    part = page_cache.key_part(world.q(1), world.benchmark)
     assert part.entry == world.entry(1) and part.passage.quote_found
+    assert part.judges_and_panel[0] == ["j1", "j2"]
