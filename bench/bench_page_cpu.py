@@ -202,9 +202,15 @@ def main() -> None:
         bench_load.setup_data()
         bench_load.create_users(56)
     here = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, text=True, capture_output=True
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=ROOT,
+        check=True,
+        text=True,
+        capture_output=True,
     ).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, text=True, capture_output=True)
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=ROOT, text=True, capture_output=True
+    )
     here += " plus uncommitted changes" if dirty.stdout.strip() else ""
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
