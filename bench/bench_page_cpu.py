@@ -11,8 +11,10 @@ middleware, no network, no test-client instrumentation) serving a signed-in revi
 - `queue`: queue pages 1-20 (`/review/?page=N`),
 - `healthz`: `/healthz` 40 times, the reference request (middleware and a JSON body),
 
-each once unmeasured (templates compiled, caches filled, as in a running worker), then
-measured: the thread's CPU time (time.thread_time) and SQL queries of every request.
+after one request of each (templates compiled) and an emptied cache: each page's first
+visit (`item first`, `queue first`: nothing cached, as for a page nobody opened since the
+last change) then its second (`item`, `queue`: what the first left in the cache): the
+thread's CPU time (time.thread_time) and SQL queries of every request.
 Figures are the median per request over all rounds, with the ratio to `healthz` measured
 in the same process.
 
@@ -84,10 +86,13 @@ routes = {
     "queue": [f"/review/?page={p}" for p in range(1, 21)],
     "healthz": ["/healthz"] * 40,
 }
-out = {}
-for kind, urls in routes.items():
-    for url in urls:
-        get(url)  # unmeasured: templates compiled, caches filled
+for urls in routes.values():
+    get(urls[-1])  # templates compiled, the process's connections made
+from django.core.cache import cache
+cache.clear()  # every page's first visit below finds nothing cached
+
+
+def measure(urls):
     cpu, queries = [], []
     for url in urls:
         with CaptureQueriesContext(connection) as ctx:
@@ -95,7 +100,13 @@ for kind, urls in routes.items():
             get(url)
             cpu.append((time.thread_time() - t0) * 1000)
         queries.append(len(ctx.captured_queries))
-    out[kind] = {"cpu": cpu, "queries": queries}
+    return {"cpu": cpu, "queries": queries}
+
+
+out = {}
+for kind, urls in routes.items():
+    out[kind + " first"] = measure(urls)
+    out[kind] = measure(urls)
 print("JSON" + json.dumps(out))
 """
 
@@ -133,7 +144,7 @@ def _export(ref: str, into: Path) -> str:
 
 def _summary(runs: list[dict]) -> dict:
     out = {}
-    for kind in ("item", "queue", "healthz"):
+    for kind in ("item", "queue", "healthz", "item first", "queue first"):
         cpu = [x for r in runs for x in r[kind]["cpu"]]
         qs = [x for r in runs for x in r[kind]["queries"]]
         out[kind] = {"p50": statistics.median(cpu), "qmin": min(qs), "qmax": max(qs)}
@@ -155,19 +166,19 @@ def report(args, ref_commit: str, here: str, before: dict, after: dict, loads: l
         "`bench/bench_page_cpu.py` (issue 28 item 3): server CPU per request of the review item",
         f"page (40 items) and the queue (pages 1-20) of `{DB_NAME}` (bench/bench_load.py's",
         "full-scale database after its load run), served by Django's WSGI handler in one process",
-        "per round (all middleware; Redis as cache; no network), once unmeasured and then",
-        f"measured; {args.rounds} rounds of each tree, alternating. *Reference* is commit",
-        f"{ref_commit} (`{args.ref}`), *this tree* is {here}; `healthz` is the reference request",
-        "measured in the same process (ratio column = page CPU / healthz CPU).",
+        "per round (all middleware; Redis as cache, emptied at the start of each round; no",
+        f"network), first and second visit of each page; {args.rounds} rounds of each tree,",
+        f"alternating. *Reference* is commit {ref_commit} (`{args.ref}`), *this tree* is {here}; `healthz`",
+        "is the reference request measured in the same process (ratio column = page CPU / healthz CPU).",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs shared with other sessions; Python",
         f"{platform.python_version()}; load average {loads[0]:.1f} at the start, {loads[-1]:.1f}"
         " at the end.",
         "",
-        "| route | code | CPU p50 | / healthz | SQL queries |",
+        "| route (visit) | code | CPU p50 | / healthz | SQL queries |",
         "|---|---|---|---|---|",
     ]
-    for kind in ("item", "queue"):
+    for kind in ("item first", "item", "queue first", "queue"):
         lines.append(row("reference", before, kind))
         lines.append(row("this tree", after, kind, before))
     lines.append(row("reference", before, "healthz"))

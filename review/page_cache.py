@@ -9,7 +9,10 @@ cached where `content_cache.enabled()` is False: the page reads the database as 
   citation document, edition and audit exclusion), the cited passage
   (`selectors.passage_for_entry`), the successor edition's passage
   (`cited_passages.successor_passage`) and the judge panel (the benchmark's judge ids and
-  `scoring.selectors.scoring_judges`), tokens "editions", "sources" and "panel";
+  `scoring.selectors.scoring_judges`), tokens "editions", "sources" and "panel"; on a
+  miss from the shared copies of `working_edition_with_chain`, `document_index(benchmark_id,
+  document_id)` (a document's passages in reading order, token "sources") and
+  `panel(benchmark)` (token "panel");
 - `citation_labels(benchmark_id, question_ids, compute)`: the queue's "Cited" column for a
   page of questions, tokens "editions" and "sources";
 - `filter_choices(benchmark_ids, compute)`: the queue filter's categories and documents;
@@ -90,34 +93,49 @@ class KeyPart:
 def _read_key_part(question, benchmark) -> KeyPart:
     from review import selectors
     from review.cited_passages import successor_passage
-    from scoring.models import Judge
-    from scoring.selectors import scoring_judges
 
     edition, chain = working_edition_with_chain(benchmark.pk)
     entry = selectors.entry_for_question(question, edition, chain=chain)
-    passage = selectors.passage_for_entry(entry)
+    passage = selectors.passage_for_entry(
+        entry, index_of=lambda pk: document_index(benchmark.pk, pk)
+    )
     if passage is not None and passage.document is not None:
         _ = passage.document.superseded_by  # read now, so the cached copy holds it
-    judges = list(
-        Judge.objects.filter(benchmark_id=benchmark.pk, role=Judge.Role.JUDGE)
-        .order_by("judge_id")
-        .values_list("judge_id", flat=True)
+    return KeyPart(edition, chain, entry, passage, successor_passage(entry), panel(benchmark))
+
+
+def document_index(benchmark_id: int, document_id: int):
+    """`review.selectors.document_index` (a document's passages in file and reading order),
+    cached per document under the "sources" token: every item citing it shares it."""
+    from review.selectors import document_index as read
+
+    return _cached(
+        benchmark_id, ("sources",), "doc-index", (document_id,), lambda: read(document_id)
     )
-    return KeyPart(
-        edition,
-        chain,
-        entry,
-        passage,
-        successor_passage(entry),
-        (judges, scoring_judges(benchmark)),
-    )
+
+
+def panel(benchmark) -> tuple[list[str], list]:
+    """Return (the benchmark's judge ids, sorted; `scoring.selectors.scoring_judges`),
+    cached per benchmark under the "panel" token. Three queries at most on a miss."""
+    from scoring.models import Judge
+    from scoring.selectors import scoring_judges
+
+    def read():
+        judges = list(
+            Judge.objects.filter(benchmark_id=benchmark.pk, role=Judge.Role.JUDGE)
+            .order_by("judge_id")
+            .values_list("judge_id", flat=True)
+        )
+        return judges, scoring_judges(benchmark)
+
+    return _cached(benchmark.pk, ("panel",), "panel", (benchmark.pk,), read)
 
 
 def key_part(question, benchmark) -> KeyPart:
     """Return the question's KeyPart, cached under the "editions", "sources" and "panel"
-    tokens (one cache look-up after the tokens').
-
-    Read from the database (eight to fifteen queries) on a miss, none on a hit.
+    tokens (one cache look-up after the tokens'). On a miss it is read from the database
+    (four to ten queries), the edition, the document's index and the panel from their own
+    cached copies, which other questions share.
     """
     return _cached(
         benchmark.pk,

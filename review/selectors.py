@@ -254,19 +254,34 @@ class Passage:
         return [(self.previous, "previous"), (self.next, "next")]
 
 
-def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
+def document_index(document_id: int) -> tuple[list[tuple], list[tuple]]:
+    """Return a document's passages as (id, locator, position) rows, in file order and in
+    reading order (questions.sources.locator_sort_key, then position and id). One query."""
+    from questions.sources import locator_sort_key
+
+    index = list(
+        Section.objects.filter(document_id=document_id)
+        .order_by("position", "id")
+        .values_list("id", "locator", "position")
+    )
+    return index, sorted(index, key=lambda row: (locator_sort_key(row[1]), row[2], row[0]))
+
+
+def passage_for_entry(entry: KeyEntry | None, *, index_of=document_index) -> Passage | None:
     """Return the cited passage with the quote split out for highlighting, or None.
 
     When the locator is not found, `nearest` lists the locators it probably meant
     (questions.sources.nearest_locators). `previous` and `next` are the neighbouring
     sections in reading order (questions.sources.locator_sort_key), with their text.
+    `index_of(document pk)` gives the document's `document_index` (review.page_cache keeps
+    it per document).
     Where the quote is not in the passage,
     `quote_elsewhere` names the passages that hold it (questions.passages.locate_quote,
     the function triage's citation checks use too).
     """
     from questions.passages import locate_quote
     from questions.selectors import match_locator
-    from questions.sources import locator_sort_key, nearest_locators
+    from questions.sources import nearest_locators
 
     if entry is None or not entry.has_citation:
         return None
@@ -277,7 +292,7 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     # passage and its neighbours; the other passages' texts only when the quote is not in
     # the cited one. The section is questions.selectors.section_for_locator's.
     sections = Section.objects.filter(document=document).order_by("position", "id")
-    index = list(sections.values_list("id", "locator", "position"))
+    index, order = index_of(document.pk)
     locators = [row[1] for row in index]
     found = match_locator(locators, entry.citation_locator) if entry.citation_locator else None
     if found is None:
@@ -289,7 +304,6 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     section_id = index[locators.index(found)][0]
     # Neighbours in reading order (questions.sources.locator_sort_key: 3.59, 3.60, 3.61),
     # not file order; their text is shown in place on the page.
-    order = sorted(index, key=lambda row: (locator_sort_key(row[1]), row[2], row[0]))
     at = next(i for i, row in enumerate(order) if row[0] == section_id)
     wanted = {
         "previous": order[at - 1][0] if at > 0 else None,
