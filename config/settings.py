@@ -236,6 +236,10 @@ if REDIS_URL:
     SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# The review pages cache published editions, passages and the judge panel between requests
+# (core.content_cache, issue 28) only when the cache is shared: with a per-process cache a
+# command's change could not reach the web workers' memory.
+SNAGLIST_CONTENT_CACHE = flag("SNAGLIST_CONTENT_CACHE", default=bool(REDIS_URL))
 
 # --- API -------------------------------------------------------------------
 REST_FRAMEWORK = {

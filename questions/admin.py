@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.utils import model_ngettext
 
+from core import content_cache
 from questions.models import (
     AuditExclusion,
     Benchmark,
@@ -125,6 +126,16 @@ class SourceDocumentAdmin(admin.ModelAdmin):
         # Key entries keep the doc_id they cite as written (KeyEntry.citation_doc_id).
         return ["benchmark", "doc_id"] if obj is not None else []
 
+    def delete_model(self, request: Any, obj: Any) -> None:
+        super().delete_model(request, obj)
+        content_cache.bump(obj.benchmark_id, "sources")  # the review pages' cached passages
+
+    def delete_queryset(self, request: Any, queryset: Any) -> None:
+        benchmarks = set(queryset.values_list("benchmark_id", flat=True))
+        super().delete_queryset(request, queryset)
+        for benchmark_id in benchmarks:
+            content_cache.bump(benchmark_id, "sources")
+
 
 @admin.register(Section)
 class SectionAdmin(admin.ModelAdmin):
@@ -133,6 +144,16 @@ class SectionAdmin(admin.ModelAdmin):
     search_fields = ["locator", "heading", "text", "document__doc_id"]
     list_select_related = ["document"]
     raw_id_fields = ["document"]
+
+    def delete_model(self, request: Any, obj: Any) -> None:
+        super().delete_model(request, obj)
+        content_cache.bump(obj.document.benchmark_id, "sources")  # cached passages
+
+    def delete_queryset(self, request: Any, queryset: Any) -> None:
+        benchmarks = set(queryset.values_list("document__benchmark_id", flat=True))
+        super().delete_queryset(request, queryset)
+        for benchmark_id in benchmarks:
+            content_cache.bump(benchmark_id, "sources")
 
 
 @admin.register(Category)

@@ -12,3 +12,7 @@ class ReviewConfig(AppConfig):
         from review.bundle_history import PART
 
         register(PART)
+
+        from review.page_cache import connect_signals
+
+        connect_signals()

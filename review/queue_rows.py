@@ -12,9 +12,9 @@ from collections import defaultdict
 from django.db.models import F, QuerySet
 
 from questions.selectors import key_entries_for_edition
+from review import page_cache
 from review.filters import QueueFilters
 from review.models import ReviewItem, Source
-from review.selectors import working_edition_with_chain
 
 # The queue page reads plain values, not model instances: one row per item, display
 # values computed here (not by template filters per row). Same output as the models would give.
@@ -45,9 +45,17 @@ def _citation_labels_by_question(benchmark_id: int, question_ids: list[int]) -> 
     """Return {question id: citation label} of the working edition's effective entries.
 
     Same result as `working_edition` + `entry_for_question` + `KeyEntry.citation_label`,
-    read as value rows: two queries (the editions, the entries).
+    read as value rows: two queries (the editions, the entries), none when a page of the
+    same questions was shown since the last change of the editions or documents
+    (review.page_cache.citation_labels).
     """
-    working, chain = working_edition_with_chain(benchmark_id)
+    return page_cache.citation_labels(
+        benchmark_id, question_ids, lambda: _read_citation_labels(benchmark_id, question_ids)
+    )
+
+
+def _read_citation_labels(benchmark_id: int, question_ids: list[int]) -> dict[int, str]:
+    working, chain = page_cache.working_edition_with_chain(benchmark_id)
     if working is None:
         return {}
     entries = key_entries_for_edition(

@@ -142,24 +142,35 @@ def reviewer_usernames() -> list[str]:
 
 
 def filter_choices() -> dict[str, Any]:
-    """Return the options of the queue's filter form (a handful of small queries)."""
-    from questions.models import Category, SourceDocument
+    """Return the options of the queue's filter form (four small queries; two when the
+    categories and documents are kept, review.page_cache.filter_choices)."""
+    from review import page_cache
 
+    benchmarks = list(Benchmark.objects.values_list("pk", "name"))
     User = get_user_model()
     return {
-        "benchmarks": list(Benchmark.objects.values_list("name", flat=True)),
+        "benchmarks": [name for _pk, name in benchmarks],
+        **page_cache.filter_choices([pk for pk, _name in benchmarks], _content_choices),
+        "assignees": list(
+            User.objects.filter(review_claims__isnull=False)
+            .values_list("username", flat=True)
+            .order_by("username")
+            .distinct()
+        ),
+    }
+
+
+def _content_choices() -> dict[str, list]:
+    """The queue filter's categories and documents, over every benchmark (two queries)."""
+    from questions.models import Category, SourceDocument
+
+    return {
         "categories": list(
             Category.objects.values_list("category_id", "name").order_by("name").distinct()
         ),
         "documents": list(
             SourceDocument.objects.values_list("doc_id", "short_title")
             .order_by("doc_id")
-            .distinct()
-        ),
-        "assignees": list(
-            User.objects.filter(review_claims__isnull=False)
-            .values_list("username", flat=True)
-            .order_by("username")
             .distinct()
         ),
     }
@@ -243,19 +254,34 @@ class Passage:
         return [(self.previous, "previous"), (self.next, "next")]
 
 
-def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
+def document_index(document_id: int) -> tuple[list[tuple], list[tuple]]:
+    """Return a document's passages as (id, locator, position) rows, in file order and in
+    reading order (questions.sources.locator_sort_key, then position and id). One query."""
+    from questions.sources import locator_sort_key
+
+    index = list(
+        Section.objects.filter(document_id=document_id)
+        .order_by("position", "id")
+        .values_list("id", "locator", "position")
+    )
+    return index, sorted(index, key=lambda row: (locator_sort_key(row[1]), row[2], row[0]))
+
+
+def passage_for_entry(entry: KeyEntry | None, *, index_of=document_index) -> Passage | None:
     """Return the cited passage with the quote split out for highlighting, or None.
 
     When the locator is not found, `nearest` lists the locators it probably meant
     (questions.sources.nearest_locators). `previous` and `next` are the neighbouring
     sections in reading order (questions.sources.locator_sort_key), with their text.
+    `index_of(document pk)` gives the document's `document_index` (review.page_cache keeps
+    it per document).
     Where the quote is not in the passage,
     `quote_elsewhere` names the passages that hold it (questions.passages.locate_quote,
     the function triage's citation checks use too).
     """
     from questions.passages import locate_quote
     from questions.selectors import match_locator
-    from questions.sources import locator_sort_key, nearest_locators
+    from questions.sources import nearest_locators
 
     if entry is None or not entry.has_citation:
         return None
@@ -266,7 +292,7 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     # passage and its neighbours; the other passages' texts only when the quote is not in
     # the cited one. The section is questions.selectors.section_for_locator's.
     sections = Section.objects.filter(document=document).order_by("position", "id")
-    index = list(sections.values_list("id", "locator", "position"))
+    index, order = index_of(document.pk)
     locators = [row[1] for row in index]
     found = match_locator(locators, entry.citation_locator) if entry.citation_locator else None
     if found is None:
@@ -278,7 +304,6 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     section_id = index[locators.index(found)][0]
     # Neighbours in reading order (questions.sources.locator_sort_key: 3.59, 3.60, 3.61),
     # not file order; their text is shown in place on the page.
-    order = sorted(index, key=lambda row: (locator_sort_key(row[1]), row[2], row[0]))
     at = next(i for i, row in enumerate(order) if row[0] == section_id)
     wanted = {
         "previous": order[at - 1][0] if at > 0 else None,
@@ -304,41 +329,43 @@ def passage_for_entry(entry: KeyEntry | None) -> Passage | None:
     return passage
 
 
-def model_rows(
-    question: Question, entry: KeyEntry | None, benchmark: Benchmark | None = None
-) -> tuple[list[str], list[ModelRow]]:
-    """Return (judge ids, one row per response with each judge's grade on `entry`).
+@dataclass(frozen=True)
+class ModelRowValues:
+    """The raw rows behind `model_rows`, as two queries return them (value tuples).
 
-    Four or five queries (judges; the panel, and without one the active judges; responses;
-    grades), one more when `benchmark` (the question's) is not given. Each row carries every
-    judge's grades, flag reasons and rationales keyed by judge id, the same as `cells` in
-    judge order, and `agreed`: the panel's agreed grade as the leaderboard counts it
-    (scoring.selectors.scoring_judges: the panel at its pinned prompt versions, or every
-    active judge without a panel; scoring.engine.agreed_grade_rows), so a judge off the
-    panel shows its grade but never changes what counts.
+    `responses`: (response pk, model id, model name, text) by model id; `grades`:
+    (response pk, judge id, grade, flag, flag reason, rationale, prompt version) of judges
+    (role judge) on the entry, by judge id. Plain values, so a page can key a cached
+    fragment on them (`digest`).
     """
-    from scoring.engine import agreed_grade_rows
-    from scoring.selectors import scoring_judges
 
-    judges = list(
-        Judge.objects.filter(benchmark_id=question.benchmark_id, role=Judge.Role.JUDGE)
-        .order_by("judge_id")
-        .values_list("judge_id", flat=True)
+    responses: tuple[tuple, ...]
+    grades: tuple[tuple, ...]
+
+    def digest(self, *more: Any) -> str:
+        """Return a sha1 hex digest of these values and `more` (anything with a stable repr)."""
+        import hashlib
+
+        return hashlib.sha1(repr((self.responses, self.grades, more)).encode()).hexdigest()
+
+
+def model_row_values(question: Question, entry: KeyEntry | None) -> ModelRowValues:
+    """Return the question's responses and their judges' grades on `entry` (two queries;
+    one when the question has no response or `entry` is None)."""
+    responses = tuple(
+        question.responses.order_by("model__model_id").values_list(
+            "pk", "model__model_id", "model__name", "text"
+        )
     )
-    benchmark = benchmark or question.benchmark
-    panel = scoring_judges(benchmark)
-    pinned = {j.judge_id: j.prompt_version for j in panel}
-    counted: dict[int, dict[str, int | None]] = defaultdict(dict)
-    rows: dict[int, ModelRow] = {}
-    responses = question.responses.select_related("model").order_by("model__model_id")
-    for response in responses:
-        rows[response.pk] = ModelRow(response.model.model_id, response.model.name, response.text)
-    if entry is not None and rows:
+    grades: tuple = ()
+    if entry is not None and responses:
         # Ordered by judge only (flags keep the judge order): Grade's default ordering would
         # join question, benchmark and model tables for nothing.
-        grades = (
+        grades = tuple(
             Grade.objects.filter(
-                response_id__in=list(rows), key_entry=entry, judge__role=Judge.Role.JUDGE
+                response_id__in=[r[0] for r in responses],
+                key_entry=entry,
+                judge__role=Judge.Role.JUDGE,
             )
             .order_by("judge__judge_id")
             .values_list(
@@ -351,14 +378,56 @@ def model_rows(
                 "prompt_version",
             )
         )
-        for response_id, judge_id, grade, flag, flag_reason, rationale, version in grades:
-            row = rows[response_id]
-            if pinned.get(judge_id) == version:
-                counted[response_id][judge_id] = grade
-            row.grades[judge_id] = grade
-            row.rationales[judge_id] = rationale
-            if flag:
-                row.flags[judge_id] = flag_reason or "flagged"
+    return ModelRowValues(responses, grades)
+
+
+def model_rows(
+    question: Question,
+    entry: KeyEntry | None,
+    benchmark: Benchmark | None = None,
+    *,
+    judges_and_panel: tuple[list[str], list] | None = None,
+    values: ModelRowValues | None = None,
+) -> tuple[list[str], list[ModelRow]]:
+    """Return (judge ids, one row per response with each judge's grade on `entry`).
+
+    Four or five queries (judges; the panel, and without one the active judges; responses;
+    grades), one more when `benchmark` (the question's) is not given. `judges_and_panel`
+    gives (the judge ids sorted, scoring_judges) as review.page_cache.panel keeps them, and
+    `values` what `model_row_values` read: none of their queries then. Each row carries every
+    judge's grades, flag reasons and rationales keyed by judge id, the same as `cells` in
+    judge order, and `agreed`: the panel's agreed grade as the leaderboard counts it
+    (scoring.selectors.scoring_judges: the panel at its pinned prompt versions, or every
+    active judge without a panel; scoring.engine.agreed_grade_rows), so a judge off the
+    panel shows its grade but never changes what counts.
+    """
+    from scoring.engine import agreed_grade_rows
+    from scoring.selectors import scoring_judges
+
+    benchmark = benchmark or question.benchmark
+    if judges_and_panel is not None:
+        judges, panel = judges_and_panel
+    else:
+        judges = list(
+            Judge.objects.filter(benchmark_id=question.benchmark_id, role=Judge.Role.JUDGE)
+            .order_by("judge_id")
+            .values_list("judge_id", flat=True)
+        )
+        panel = scoring_judges(benchmark)
+    values = values if values is not None else model_row_values(question, entry)
+    pinned = {j.judge_id: j.prompt_version for j in panel}
+    counted: dict[int, dict[str, int | None]] = defaultdict(dict)
+    rows: dict[int, ModelRow] = {
+        pk: ModelRow(model_id, name, text) for pk, model_id, name, text in values.responses
+    }
+    for response_id, judge_id, grade, flag, flag_reason, rationale, version in values.grades:
+        row = rows[response_id]
+        if pinned.get(judge_id) == version:
+            counted[response_id][judge_id] = grade
+        row.grades[judge_id] = grade
+        row.rationales[judge_id] = rationale
+        if flag:
+            row.flags[judge_id] = flag_reason or "flagged"
     from review.queue_rows import truncate_chars
     from review.templatetags.review_tags import grade_class
 

@@ -7,6 +7,7 @@ form fragment; review.js lets htmx swap 409/422 responses.
 
 from __future__ import annotations
 
+import functools
 from functools import wraps
 
 from django.contrib import messages
@@ -15,15 +16,17 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.backends.utils import csrf_input
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from core.actions import Action
 from core.htmx import wants_fragment
 from questions.models import Benchmark, Question
-from review import permissions, queue_rows, selectors, services
-from review.cited_passages import proposal_passages, successor_passage
+from review import page_cache, permissions, queue_rows, selectors, services
+from review.cited_passages import proposal_passages
 from review.errors import (
     ConflictError,
     DomainError,
@@ -65,6 +68,24 @@ def _item_url(item) -> str:
 # ------------------------------------------------------------------ queue
 
 
+# Stands for the request's CSRF field in a cached queue table; "<" is escaped in any
+# rendered value, so no row's text can hold it.
+_CSRF_MARK = "<csrf-field-of-this-request>"
+
+
+def _queue_table(rows: list[dict], csrf_field: str) -> str:
+    """The queue's table of `rows` (review.queue_rows), rendered once per set of row values
+    (review.page_cache.rendered) and given this request's CSRF field."""
+    html = page_cache.rendered(
+        "queue-table",
+        rows,
+        lambda: render_to_string(
+            "review/_queue_table.html", {"rows": rows, "csrf_field": mark_safe(_CSRF_MARK)}
+        ),
+    )
+    return mark_safe(html.replace(_CSRF_MARK, csrf_field))  # noqa: S308 (our own template)
+
+
 @require_GET
 @requires(permissions.can_view_queue)
 def queue(request: HttpRequest) -> HttpResponse:
@@ -77,19 +98,20 @@ def queue(request: HttpRequest) -> HttpResponse:
     paginator.count = queue_rows.page_count_from_status_counts(filters, counts)
     page = paginator.get_page(request.GET.get("page"))
     can_claim = permissions.can_claim(request.user)
+    rows = queue_rows.queue_rows(list(page.object_list), now=selectors.now(), can_claim=can_claim)
+    # one CSRF field for every row's Claim form, not a {% csrf_token %} per row
+    csrf_field = csrf_input(request)
     context = {
         "filters": filters,
         "page": page,
-        "rows": queue_rows.queue_rows(
-            list(page.object_list), now=selectors.now(), can_claim=can_claim
-        ),
+        "rows": rows,
+        "table": _queue_table(rows, csrf_field),
         "counts": counts,
         "statuses": ReviewItem.Status.choices,
         "sources": Source.choices,
         "query": query_without_page(request),
         "can_claim": can_claim,
-        # one CSRF field for every row's Claim form, not a {% csrf_token %} per row
-        "csrf_field": csrf_input(request),
+        "csrf_field": csrf_field,
     }
     if wants_fragment(request):
         return vary(render(request, "review/_queue_results.html", context))
@@ -117,15 +139,48 @@ def queue_next(request: HttpRequest) -> HttpResponse:
 # ------------------------------------------------------------------ the review page
 
 
+def _models_table(item: ReviewItem, key: page_cache.KeyPart) -> dict:
+    """The models' responses and grades for item.html, built only when its cached fragment
+    is missing: `models_key` digests every value the fragments show (responses, grades, the
+    panel, the scale, the editions' names), so a changed grade or response is a new key; the
+    other names are callables the template calls on a miss only (two queries on a hit)."""
+    values = selectors.model_row_values(item.question, key.entry)
+    judges_and_panel = key.judges_and_panel
+    bench = item.benchmark
+    models_key = values.digest(
+        judges_and_panel,
+        bench.grade_min,
+        bench.grade_scale,
+        key.edition.name if key.edition else "",
+        key.entry.edition.name if key.entry else "",
+    )
+    built = functools.cache(
+        lambda: selectors.model_rows(
+            item.question, key.entry, bench, judges_and_panel=judges_and_panel, values=values
+        )
+    )
+
+    def rows():
+        return built()[1]
+
+    return {
+        "models_key": models_key,
+        "judges": lambda: built()[0],
+        "rows": rows,
+        "n_against": lambda: sum(1 for r in rows() if r.agreed == bench.grade_min),
+        "n_agreed": lambda: sum(1 for r in rows() if r.agreed is not None),
+        "flagged_rows": lambda: [r for r in rows() if r.flags],
+    }
+
+
 def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
-    edition, chain = selectors.working_edition_with_chain(item.benchmark_id)
-    entry = selectors.entry_for_question(item.question, edition, chain=chain)
-    judges, rows = selectors.model_rows(item.question, entry, item.benchmark)
+    # the key entry, its passages and the panel: kept between requests (review.page_cache)
+    key = page_cache.key_part(item.question, item.benchmark)
+    edition, entry = key.edition, key.entry
+    models = _models_table(item, key)
     prev_id, next_id = selectors.neighbour_item_ids(item)
     user = request.user
     holds = permissions.holds_claim(user, item)
-    n_against = sum(1 for r in rows if r.agreed == item.benchmark.grade_min)
-    n_agreed = sum(1 for r in rows if r.agreed is not None)
     pending = next((p for p in item.proposals.all() if p.is_pending()), None)
     # A rejected proposal sends the item back to its reviewer: say so at the top while the
     # item is still open or claimed and nothing newer is pending.
@@ -153,14 +208,10 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         "edition": edition,
         "entry": entry,
         "exclusion": getattr(entry, "exclusion", None),  # read with the entry
-        "passage": selectors.passage_for_entry(entry),
-        "successor": successor_passage(entry),
+        "passage": key.passage,
+        "successor": key.successor,
         "verdicts": selectors.audit_verdicts(entry),
-        "judges": judges,
-        "rows": rows,
-        "n_against": n_against,
-        "n_agreed": n_agreed,
-        "flagged_rows": [r for r in rows if r.flags],
+        **models,
         "prev_id": prev_id,
         "next_id": next_id,
         "holds": holds,

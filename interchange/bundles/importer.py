@@ -33,6 +33,7 @@ from typing import Any
 
 from django.db import transaction
 
+from core import content_cache
 from interchange.bundles.data import BundleData
 from interchange.bundles.import_content import ContentSteps
 from interchange.bundles.import_editions import EditionSteps
@@ -126,6 +127,9 @@ class _Importer(ContentSteps, EditionSteps, JudgingSteps):
         self._exclusions()
         self._audit_log()
         self._parts()
+        # COPY and bulk_create send no model signals: drop the review pages' cached
+        # editions, passages and panel of this benchmark (core.content_cache).
+        content_cache.bump(self.bench.pk)
         return ImportResult(self.d.name, dry_run, self.created, self.d.counts(), self.warnings)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
+from core import content_cache
 from core.actions import Action
 from core.services import audit_log
 from questions.errors import DomainError, NotFoundError
@@ -93,6 +94,7 @@ def judge_panel_set(
         if before == after:
             return after
         PanelMember.objects.filter(benchmark=benchmark).delete()
+        content_cache.bump(benchmark.pk, "panel")  # bulk_create sends no signal
         PanelMember.objects.bulk_create(
             PanelMember(
                 benchmark=benchmark, judge=judges[m["judge"]], prompt_version=m["prompt_version"]

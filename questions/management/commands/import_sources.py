@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
+from core import content_cache
 from questions import passages, sources
 from questions.cli import (
     JsonCommand,
@@ -114,6 +115,8 @@ class Command(JsonCommand):
                     sections, stored, _cited_quotes(document) if stored else []
                 )
                 removed, _ = Section.objects.filter(document=document).delete()
+                # the delete and bulk_create send no signal: drop the cached passages
+                content_cache.bump(benchmark.pk, "sources")
                 Section.objects.bulk_create(
                     [
                         Section(
