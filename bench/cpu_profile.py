@@ -158,9 +158,7 @@ def profile_summary(raw: Path, top: int = 25) -> str:
             continue
         n = int(count)
         frames = [
-            _frame_name(f)
-            for f in stack.split(";")
-            if not f.startswith(("process ", "thread "))
+            _frame_name(f) for f in stack.split(";") if not f.startswith(("process ", "thread "))
         ]
         if not frames:
             continue
@@ -176,5 +174,7 @@ def profile_summary(raw: Path, top: int = 25) -> str:
     ]
     names = [name for name, _ in own.most_common(top)]
     for name in names:
-        lines.append(f"| `{name}` | {100 * own[name] / total:.1f}% | {100 * below[name] / total:.1f}% |")
+        lines.append(
+            f"| `{name}` | {100 * own[name] / total:.1f}% | {100 * below[name] / total:.1f}% |"
+        )
     return "\n".join(lines)
