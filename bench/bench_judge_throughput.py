@@ -398,8 +398,11 @@ def run(args: argparse.Namespace) -> dict:
         peak_pss = pss.stop()
         slots_held = leases.stop()
         db_cpu_s = db_cpu.stop()
-        if spy is not None:
-            print(profile_summary(spy.stop()))
+        if spy is not None:  # a profile that failed leaves the figures standing
+            try:
+                print(profile_summary(spy.stop()))
+            except RuntimeError as exc:
+                print(exc)
         cpu = family_cpu_seconds(worker.process.pid, seen) - cpu0
         others = {k: v - others0[k] for k, v in machine_cpu_seconds().items()}
         arrivals = server.arrivals()

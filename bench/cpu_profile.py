@@ -93,7 +93,10 @@ class PySpy:
     """`py-spy record` of a process and its subprocesses, from construction to stop().
 
     --nonblocking: the profiled processes are not paused to be read (py-spy's own CPU goes
-    on the same machine, not into theirs); idle threads are left out (py-spy's default)."""
+    on the same machine, not into theirs). --gil: only the thread holding the GIL is
+    sampled, so a sample is Python (or C code called from it) at work; a thread blocked in
+    a socket read or waiting for PostgreSQL's answer has let the GIL go and is not counted,
+    as it may be by py-spy's idle heuristics on a machine whose CPUs are all taken."""
 
     def __init__(self, binary: str, pid: int, out: Path, rate: int = 200) -> None:
         self.out = out
@@ -105,6 +108,7 @@ class PySpy:
                 str(pid),
                 "--subprocesses",
                 "--nonblocking",
+                "--gil",
                 "--rate",
                 str(rate),
                 "--format",
@@ -112,16 +116,19 @@ class PySpy:
                 "--output",
                 str(out),
             ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
 
     def stop(self) -> Path:
         """Stop recording (SIGINT: py-spy then writes its file); return the file's path."""
         self.process.send_signal(signal.SIGINT)
-        _, err = self.process.communicate(timeout=60)
+        said, _ = self.process.communicate(timeout=60)
         if not self.out.exists():
-            raise RuntimeError(f"py-spy wrote no profile: {err.decode(errors='replace')}")
+            raise RuntimeError(
+                f"py-spy (exit {self.process.returncode}) wrote no profile: "
+                + said.decode(errors="replace")[-2000:]
+            )
         return self.out
 
 
