@@ -257,9 +257,11 @@ def settle_calls(rows: Sequence[tuple[int, str, str, Sequence[int | None] | None
     rows: (call id, outcome, detail, usage) each; usage (input, output, cached, cache write
     tokens, None each = unknown) or None when the call reported none. A token column left
     unknown keeps what it holds (NULL: unknown). On PostgreSQL ONE UPDATE for all of them,
-    the rows as one JSON parameter (UPDATE ... FROM json_to_recordset): settling a call is
-    then one new row version, where an UPDATE of the outcome per (outcome, detail) and
-    another of the tokens per batch wrote two. Elsewhere (SQLite) one UPDATE per
+    matched against one array per column (UPDATE ... FROM unnest(...): the planner expects
+    as many rows as there are and probes the primary key per row, where from a JSON
+    parameter it expects 100 and hashes the whole ledger): settling a call is then one new
+    row version, where an UPDATE of the outcome per (outcome, detail) and another of the
+    tokens per batch wrote two. Elsewhere (SQLite) one UPDATE per
     (outcome, detail) and one per row with usage. An empty list costs no query.
     """
     from django.db import connection
@@ -273,23 +275,20 @@ def settle_calls(rows: Sequence[tuple[int, str, str, Sequence[int | None] | None
             [f"{qn(c)} = v.{qn(c)}" for c in ("outcome", "detail")]
             + [f"{qn(c)} = COALESCE(v.{qn(c)}, {table}.{qn(c)})" for c in _USAGE]
         )
-        record = ", ".join(
-            ["id bigint", "outcome text", "detail text"] + [f"{qn(c)} integer" for c in _USAGE]
-        )
-        data = [
-            {
-                "id": pk,
-                "outcome": outcome,
-                "detail": detail,
-                **dict(zip(_USAGE, usage or (), strict=False)),
-            }
-            for pk, outcome, detail, usage in rows
+        names = ", ".join(qn(c) for c in ("id", "outcome", "detail", *_USAGE))
+        arrays = ", ".join(["%s::bigint[]", "%s::text[]", "%s::text[]"] + ["%s::integer[]"] * 4)
+        usage = [tuple(u) if u is not None else (None,) * len(_USAGE) for *_, u in rows]
+        params = [
+            [r[0] for r in rows],
+            [r[1] for r in rows],
+            [r[2] for r in rows],
+            *([u[i] for u in usage] for i in range(len(_USAGE))),
         ]
         with connection.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {table} SET {sets} FROM json_to_recordset(%s::json) AS v({record}) "
-                f"WHERE {table}.{qn('id')} = v.id",
-                [json.dumps(data)],
+                f"UPDATE {table} SET {sets} FROM unnest({arrays}) AS v({names}) "
+                f"WHERE {table}.{qn('id')} = v.{qn('id')}",
+                params,
             )
         return
     groups: dict[tuple[str, str], list[int]] = {}
