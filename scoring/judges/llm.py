@@ -530,20 +530,38 @@ class OpenAIBackend(ChatBackend):
     def _async_http_client(self, slot: Callable[[], Any]) -> Any:
         import openai
 
-        return _slotted_http_client(openai, self.config.timeout, slot)
+        from . import direct
+
+        sdk_http = _slotted_http_client(openai, self.config.timeout, slot)
+        if not direct.available():
+            return sdk_http
+        return direct.DirectHttp(sdk_http, self.config.timeout, slot, default_tls_context())
 
     def _async_client(self, api_key: str, http_client: Any) -> Any:
+        """Return the SDK's async client for `api_key`, or, over a direct.DirectHttp, a
+        direct.DirectChat that sends the SDK client's requests itself (scoring.judges.direct:
+        the SDK's per-request pipeline was most of a worker's CPU per judge call)."""
         import openai
 
-        return openai.AsyncOpenAI(
+        from . import direct
+
+        over = http_client.sdk_http if isinstance(http_client, direct.DirectHttp) else http_client
+        client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=self.config.base_url,
             timeout=self.config.timeout,
             max_retries=0,
-            http_client=http_client,
+            http_client=over,
         )
+        if over is http_client or client.base_url.query or client.base_url.fragment:
+            return client  # (a base_url with a query string: the SDK joins it with the path)
+        return direct.DirectChat(client, _endpoint(client, "chat/completions"), http_client)
 
     async def _acomplete(self, client: Any, prompt: str, max_tokens: int) -> Completion:
+        from . import direct
+
+        if isinstance(client, direct.DirectChat):
+            return self._completion(await client.post(self._body(prompt, max_tokens)))
         if self._chat_url is None:  # depends on base_url only, which a backend keeps
             self._chat_url = _endpoint(client, "chat/completions")
         completion = await client.post(
