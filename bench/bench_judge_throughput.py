@@ -503,7 +503,7 @@ def render(r: dict, full: bool, runs: list[dict] | None = None) -> str:
 
 `bench/bench_judge_throughput.py`{" --full" if full else ""}{f" --repeat {len(runs)}" if len(runs) > 1 else ""} (issue 5, "Speed"): a real Celery worker
 ({"`-P threads -c " + str(r["threads"]) + "`" if r["procs"] == 1 else "`-P prefork -c " + str(r["procs"]) + "`"}, PostgreSQL, Redis) grades every (response, judge) pair through the
-official openai SDK against `tests/judge_server.py` with a fixed {r["latency"] * 1000:.0f} ms latency;
+openai backend (the SDK's headers and errors, the request sent by scoring.judges.direct over aiohttp) against `tests/judge_server.py` with a fixed {r["latency"] * 1000:.0f} ms latency;
 two judges, each limited to `concurrency` {r["concurrency"]} by its Redis limiter; chunks of {r["chunk"]} pairs.
 Timed from sending `scoring.run_start` to the worker closing the run (its finished_at).
 
@@ -519,11 +519,12 @@ Timed from sending `scoring.run_start` to the worker closing the run (its finish
 - Target (<= 1.15 x floor{", every run" if len(runs) > 1 else ""}): {"met" if ok_time else "NOT met"}; worker memory < 500 MB: {"met" if ok_mem else "NOT met"}.
 - Worker ({"one process, `-P threads`" if r["procs"] == 1 else f"`-P prefork -c {r['procs']}`"}): each process has one asyncio
   event loop (scoring/judges/aio.py) on which a chunk's calls run as coroutines through the
-  official SDK's async client over aiohttp (its documented transport for many concurrent
-  calls). A call holds its judge's slot only while its request is on the wire: the limiter
+  openai backend's direct call over aiohttp (scoring.judges.direct: the SDK client's URL,
+  headers and error classes without its per-request pipeline). A call holds its judge's slot only while its request is on the wire: the limiter
   sits in the HTTP transport, so the SDK's request building and reply parsing are outside
-  it. The task's own thread does the database work in batches: it claims 32 pairs per
-  UPDATE; hands calls to the loop in batches of at least half a window (per judge and chunk
+  it. The task's own thread does the database work in batches: it claims the chunk's pairs
+  and their cross-run leases up front (one UPDATE and one INSERT), frees the settled pairs'
+  leases with one DELETE at the chunk's end; hands calls to the loop in batches of at least half a window (per judge and chunk
   up to 2 x `concurrency` on the loop: the window in flight and as many queued behind it),
   their "started" ledger rows written first by one INSERT (the rows as one JSON parameter); wakes
   per batch of finished calls or every 20 ms; settles 32 finished pairs per transaction

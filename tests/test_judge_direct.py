@@ -60,3 +60,28 @@ def test_the_direct_call_is_the_one_grade_runs_take(judge_server, secret_env):  
         assert isinstance(aio.run(client(), timeout=30), direct.DirectChat)
     finally:
         made.close()
+
+
+def test_the_environments_proxy_is_read_once_per_client(judge_server, secret_env, monkeypatch):  # noqa: F811
+    """HTTPS_PROXY / NO_PROXY as the SDK's httpx client reads them: when the client is made."""
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", "")
+    made = backend("openai", judge_server)
+    try:
+
+        async def client():
+            return made._async_state().client(made._api_key())
+
+        chat = aio.run(client(), timeout=30)
+        assert str(chat.proxy) == "http://proxy.invalid:3128"
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        assert aio.run(client(), timeout=30).proxy is not None  # the same client, read once
+    finally:
+        made.close()
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    made = backend("openai", judge_server)
+    try:
+        judge_server.script(ok(GOOD_GRADE))
+        assert aio.run(made.agrade(INPUT), timeout=30).grade == 2  # straight to the server
+    finally:
+        made.close()

@@ -4,7 +4,8 @@ The API key is read from os.environ[config.api_key_env] at each call. The sync p
 it to a short-lived SDK client (cheap: it wraps the backend's pooled httpx client, built once
 per backend and shared by threads); the async path (`agrade`, on the judge event loop of
 scoring.judges.aio) keeps one async SDK client per backend while the variable's value stays
-the same. The key is never written to the database, logged, or put into raw_output or
+the same (the openai backend's async request itself is sent by scoring.judges.direct, with
+that client's headers and error classes). The key is never written to the database, logged, or put into raw_output or
 exception text (exception text is redacted, and raised errors carry no chained SDK exception).
 
 Before each call (each attempt, sync, async or batch: `_api_key` is the one place) a backend
