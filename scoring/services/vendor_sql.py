@@ -34,16 +34,20 @@ def claim_items(item_ids: Sequence[int], *, lease_seconds: float) -> dict[int, i
     now = timezone.now()
     ops = connection.ops
     table = connection.ops.quote_name(RunItem._meta.db_table)
-    marks = ", ".join(["%s"] * len(item_ids))
+    ids: list[Any] = list(item_ids)
+    if connection.vendor == "postgresql":  # one array parameter (a chunk's ids: one claim)
+        which, ids = "= ANY(%s::bigint[])", [ids]
+    else:
+        which = f"IN ({', '.join(['%s'] * len(ids))})"
     sql = (
         f"UPDATE {table} SET lease_until = %s, attempts = attempts + 1, holder = %s "
-        f"WHERE id IN ({marks}) AND state = %s AND (lease_until IS NULL OR lease_until < %s) "
+        f"WHERE id {which} AND state = %s AND (lease_until IS NULL OR lease_until < %s) "
         "RETURNING id, attempts"
     )
     params = [
         ops.adapt_datetimefield_value(now + timedelta(seconds=lease_seconds)),
         lease_holder(),
-        *item_ids,
+        *ids,
         RunItem.State.PENDING,
         ops.adapt_datetimefield_value(now),
     ]
@@ -84,18 +88,28 @@ def lease_pairs(
         if grade
         else "judge_id, key_entry_id, prompt_version) WHERE response_id IS NULL"
     )
-    marks = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, NULL)"] * len(rows))
+    holder = lease_holder()
+    if connection.vendor == "postgresql":
+        # one array per column, not 8 placeholders a pair: psycopg splits a statement's text
+        # at its placeholders on every call, and a chunk's claim had 8,000 of them
+        meta = PairLease._meta
+        names = ("item_id", "response_id", "judge_id", "key_entry_id", "prompt_version")
+        arrays = ", ".join(f"%s::{meta.get_field(n).db_type(connection)}[]" for n in names)
+        source = f"SELECT *, %s::bigint, %s::timestamptz, %s, NULL::bigint FROM unnest({arrays})"
+        params: list[Any] = [run_id, until, holder, *([row[i] for row in rows] for i in range(5))]
+    else:
+        marks = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, NULL)"] * len(rows))
+        source = f"VALUES {marks}"
+        params = [v for row in rows for v in (*row, run_id, until, holder)]
     sql = (
         f"INSERT INTO {table} (item_id, response_id, judge_id, key_entry_id, prompt_version, "
-        f"run_id, lease_until, holder, previous_run_id) VALUES {marks} "
+        f"run_id, lease_until, holder, previous_run_id) {source} "
         f"ON CONFLICT ({target} DO UPDATE SET item_id = excluded.item_id, "
         "run_id = excluded.run_id, lease_until = excluded.lease_until, holder = excluded.holder, "
         f"previous_run_id = {table}.run_id "
         f"WHERE {table}.lease_until < %s OR {table}.item_id = excluded.item_id "
         "RETURNING item_id, previous_run_id"
     )
-    holder = lease_holder()
-    params: list[Any] = [v for row in rows for v in (*row, run_id, until, holder)]
     params.append(ops.adapt_datetimefield_value(now))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
