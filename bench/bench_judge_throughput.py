@@ -41,6 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from cpu_profile import DatabaseBackendCpu, PySpy, profile_summary  # noqa: E402
 from readme_section import write_section  # noqa: E402 (bench/ is sys.path[0])
 
 DB_NAME = "snaglist_tp"
@@ -329,7 +330,7 @@ def run(args: argparse.Namespace) -> dict:
     from scoring.models import Grade, ScoringRun
     from tests.worker_fixtures import CeleryWorker, build_benchmark
 
-    redis.Redis.from_url(REDIS_URL).flushdb()  # db 12 is this benchmark's own
+    redis.Redis.from_url(REDIS_URL).flushdb()  # the benchmark's own db (12 unless --redis-url)
     server = ServerProcess(args.latency)
     worker = None
     try:
@@ -377,12 +378,15 @@ def run(args: argparse.Namespace) -> dict:
         )
         worker.start(timeout=60)
         server.reset()
+        load_at_start = " ".join(Path("/proc/loadavg").read_text().split()[:3])
         server_cpu0 = cpu_seconds(server.process.pid)
         seen: dict[int, float] = {}
         cpu0 = family_cpu_seconds(worker.process.pid, seen)
         others0 = machine_cpu_seconds()
         pss = PeakPss(worker.process.pid)
         leases = LeaseSampler(REDIS_URL)
+        db_cpu = DatabaseBackendCpu(DB_NAME)
+        spy = PySpy(args.py_spy, worker.process.pid, Path(args.profile)) if args.py_spy else None
         started = time.monotonic()
         sent_at = timezone.now()
         worker.send("scoring.run_start", run_obj.pk)
@@ -393,6 +397,12 @@ def run(args: argparse.Namespace) -> dict:
         rss = peak_rss_mb(worker.process.pid)
         peak_pss = pss.stop()
         slots_held = leases.stop()
+        db_cpu_s = db_cpu.stop()
+        if spy is not None:  # a profile that failed leaves the figures standing
+            try:
+                print(profile_summary(spy.stop()))
+            except RuntimeError as exc:
+                print(exc)
         cpu = family_cpu_seconds(worker.process.pid, seen) - cpu0
         others = {k: v - others0[k] for k, v in machine_cpu_seconds().items()}
         arrivals = server.arrivals()
@@ -436,6 +446,12 @@ def run(args: argparse.Namespace) -> dict:
             "postgres_cpu_s": others["postgres"],
             "bench_cpu_s": others["bench"],
             "server_cpu_s": server_cpu,
+            "server_ms_per_call": 1000 * server_cpu / max(1, calls),
+            "worker_to_server": cpu / server_cpu if server_cpu else float("nan"),
+            "db_cpu_s": db_cpu_s,
+            "db_ms_per_call": 1000 * db_cpu_s / max(1, calls),
+            "db_backends_ended": db_cpu.ended,
+            "load_at_start": load_at_start,
             "machine_cpu_s": others["machine"],
             "machine_busy": others["machine"] / (wall * (os.cpu_count() or 1)),
             "first_call_s": min(arrivals) - started if arrivals else 0.0,
@@ -487,7 +503,7 @@ def render(r: dict, full: bool, runs: list[dict] | None = None) -> str:
 
 `bench/bench_judge_throughput.py`{" --full" if full else ""}{f" --repeat {len(runs)}" if len(runs) > 1 else ""} (issue 5, "Speed"): a real Celery worker
 ({"`-P threads -c " + str(r["threads"]) + "`" if r["procs"] == 1 else "`-P prefork -c " + str(r["procs"]) + "`"}, PostgreSQL, Redis) grades every (response, judge) pair through the
-official openai SDK against `tests/judge_server.py` with a fixed {r["latency"] * 1000:.0f} ms latency;
+openai backend (the SDK's headers and errors, the request sent by scoring.judges.direct over aiohttp) against `tests/judge_server.py` with a fixed {r["latency"] * 1000:.0f} ms latency;
 two judges, each limited to `concurrency` {r["concurrency"]} by its Redis limiter; chunks of {r["chunk"]} pairs.
 Timed from sending `scoring.run_start` to the worker closing the run (its finished_at).
 
@@ -503,11 +519,12 @@ Timed from sending `scoring.run_start` to the worker closing the run (its finish
 - Target (<= 1.15 x floor{", every run" if len(runs) > 1 else ""}): {"met" if ok_time else "NOT met"}; worker memory < 500 MB: {"met" if ok_mem else "NOT met"}.
 - Worker ({"one process, `-P threads`" if r["procs"] == 1 else f"`-P prefork -c {r['procs']}`"}): each process has one asyncio
   event loop (scoring/judges/aio.py) on which a chunk's calls run as coroutines through the
-  official SDK's async client over aiohttp (its documented transport for many concurrent
-  calls). A call holds its judge's slot only while its request is on the wire: the limiter
+  openai backend's direct call over aiohttp (scoring.judges.direct: the SDK client's URL,
+  headers and error classes without its per-request pipeline). A call holds its judge's slot only while its request is on the wire: the limiter
   sits in the HTTP transport, so the SDK's request building and reply parsing are outside
-  it. The task's own thread does the database work in batches: it claims 32 pairs per
-  UPDATE; hands calls to the loop in batches of at least half a window (per judge and chunk
+  it. The task's own thread does the database work in batches: it claims the chunk's pairs
+  and their cross-run leases up front (one UPDATE and one INSERT), frees the settled pairs'
+  leases with one DELETE at the chunk's end; hands calls to the loop in batches of at least half a window (per judge and chunk
   up to 2 x `concurrency` on the loop: the window in flight and as many queued behind it),
   their "started" ledger rows written first by one INSERT (the rows as one JSON parameter); wakes
   per batch of finished calls or every 20 ms; settles 32 finished pairs per transaction
@@ -620,6 +637,7 @@ Timed from sending `scoring.run_start` to the worker closing the run (its finish
 
 
 def main() -> None:
+    global DB_NAME, DATABASE_URL, REDIS_URL
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", help="18 x 1,001 = 18,018 responses")
     parser.add_argument("--models", type=int, default=18)
@@ -650,7 +668,17 @@ def main() -> None:
         default=1,
         help="run N times; the README gets the median run and every run's ratio",
     )
+    parser.add_argument(
+        "--db-name", default=DB_NAME, help="the bench's own database (dropped and made anew)"
+    )
+    parser.add_argument("--redis-url", default=REDIS_URL, help="the bench's own Redis db (flushed)")
+    parser.add_argument(
+        "--py-spy", default="", help="path of a py-spy binary: profile the worker's processes"
+    )
+    parser.add_argument("--profile", default="/tmp/judge-throughput.pyspy.txt")
     args = parser.parse_args()
+    DB_NAME, REDIS_URL = args.db_name, args.redis_url
+    DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
     if args.full:
         args.models, args.questions = 18, 1001
     results = []

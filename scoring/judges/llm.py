@@ -4,7 +4,8 @@ The API key is read from os.environ[config.api_key_env] at each call. The sync p
 it to a short-lived SDK client (cheap: it wraps the backend's pooled httpx client, built once
 per backend and shared by threads); the async path (`agrade`, on the judge event loop of
 scoring.judges.aio) keeps one async SDK client per backend while the variable's value stays
-the same. The key is never written to the database, logged, or put into raw_output or
+the same (the openai backend's async request itself is sent by scoring.judges.direct, with
+that client's headers and error classes). The key is never written to the database, logged, or put into raw_output or
 exception text (exception text is redacted, and raised errors carry no chained SDK exception).
 
 Before each call (each attempt, sync, async or batch: `_api_key` is the one place) a backend
@@ -464,6 +465,13 @@ class _SlotTransport:
         await self.inner.__aexit__(*exc_info)
 
 
+# The openai SDK makes an idempotency key per request (a uuid4: ~5% of the worker's CPU per
+# judge call in bench/README.md's profile) for a header its OpenAI clients never send (their
+# _idempotency_header is None); a request that brings its own key, even an empty one, skips
+# that. Our retries are our own (max_retries=0), each a request of its own in the ledger.
+_NO_IDEMPOTENCY_KEY: dict[str, Any] = {"idempotency_key": ""}
+
+
 class OpenAIBackend(ChatBackend):
     """Any OpenAI-compatible Chat Completions endpoint via the official `openai` SDK.
 
@@ -513,31 +521,55 @@ class OpenAIBackend(ChatBackend):
         # already plain JSON; ~0.5 ms of CPU per call) and with the reply as plain JSON
         # (cast_to=object) rather than a pydantic ChatCompletion (~0.2 ms more): we read two fields.
         completion = self._client(api_key).post(
-            "/chat/completions", body=self._body(prompt, max_tokens), cast_to=object
+            "/chat/completions",
+            body=self._body(prompt, max_tokens),
+            cast_to=object,
+            options=_NO_IDEMPOTENCY_KEY,
         )
         return self._completion(completion)
 
     def _async_http_client(self, slot: Callable[[], Any]) -> Any:
         import openai
 
-        return _slotted_http_client(openai, self.config.timeout, slot)
+        from . import direct
+
+        sdk_http = _slotted_http_client(openai, self.config.timeout, slot)
+        if not direct.available():
+            return sdk_http
+        return direct.DirectHttp(sdk_http, self.config.timeout, slot, default_tls_context())
 
     def _async_client(self, api_key: str, http_client: Any) -> Any:
+        """Return the SDK's async client for `api_key`, or, over a direct.DirectHttp, a
+        direct.DirectChat that sends the SDK client's requests itself (scoring.judges.direct:
+        the SDK's per-request pipeline was most of a worker's CPU per judge call)."""
         import openai
 
-        return openai.AsyncOpenAI(
+        from . import direct
+
+        over = http_client.sdk_http if isinstance(http_client, direct.DirectHttp) else http_client
+        client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=self.config.base_url,
             timeout=self.config.timeout,
             max_retries=0,
-            http_client=http_client,
+            http_client=over,
         )
+        if over is http_client or client.base_url.query or client.base_url.fragment:
+            return client  # (a base_url with a query string: the SDK joins it with the path)
+        return direct.DirectChat(client, _endpoint(client, "chat/completions"), http_client)
 
     async def _acomplete(self, client: Any, prompt: str, max_tokens: int) -> Completion:
+        from . import direct
+
+        if isinstance(client, direct.DirectChat):
+            return self._completion(await client.post(self._body(prompt, max_tokens)))
         if self._chat_url is None:  # depends on base_url only, which a backend keeps
             self._chat_url = _endpoint(client, "chat/completions")
         completion = await client.post(
-            self._chat_url, body=self._body(prompt, max_tokens), cast_to=object
+            self._chat_url,
+            body=self._body(prompt, max_tokens),
+            cast_to=object,
+            options=_NO_IDEMPOTENCY_KEY,
         )
         return self._completion(completion)
 

@@ -17,10 +17,10 @@ from typing import Any
 from scoring.models import Judge, ScoringRun
 from scoring.services.backends import grading_input
 from scoring.services.batching import BatchSettler
-from scoring.services.ledger import claim_group, finished_pair, release_item, started_rows
+from scoring.services.ledger import claim_group, finished_pair, release_items, started_rows
 from scoring.services.tunables import (
-    ASYNC_CLAIM_BATCH,
     ASYNC_POLL_SECONDS,
+    CHUNK_CLAIM_MAX,
     STOP_CHECK_SECONDS,
     judge_window,
 )
@@ -56,15 +56,18 @@ def grade_on_loop(
     - calls are handed over in batches of at least half a window (or whatever is left, or at
       once when fewer than a window are on the loop), and this thread wakes when a batch has
       finished or every ASYNC_POLL_SECONDS, not per call;
-    - pairs are claimed ASYNC_CLAIM_BATCH at a time by one conditional UPDATE (pairs leased
-      elsewhere go to outcome.busy), and the unfinished earlier calls of those claimed
-      before lost;
+    - the chunk's pairs are claimed all at once before the first call (ledger.claim_group:
+      one conditional UPDATE of the run items and one INSERT of their cross-run leases for
+      up to CHUNK_CLAIM_MAX pairs; pairs leased elsewhere go to outcome.busy), and the
+      unfinished earlier calls of those claimed before marked lost; the heartbeat keeps
+      the leases alive while the calls go out;
     - every call still gets its own "started" ledger row, committed before the call is
       handed over; the rows of the calls handed over together are one INSERT;
     - pairs whose judge is unavailable while retries remain go to outcome.unavailable;
     - the run is checked for a cancel every STOP_CHECK_SECONDS: then nothing more is
       submitted, the calls on the loop are waited for and settled (a queued one still goes
-      out: it was recorded as started), and pairs claimed but not handed over are released.
+      out: it was recorded as started), and pairs claimed but not handed over are released
+      (one UPDATE and one DELETE).
     On an error here (database, soft time limit) the calls still in flight are cancelled
     (their pairs keep lease and "started" row and count as lost when claimed again) and the
     error is raised; the caller flushes `settler`.
@@ -81,8 +84,9 @@ def grade_on_loop(
 
 
 class _LoopChunk:
-    """The state of one chunk on the event loop: per judge, pairs pending (not claimed),
-    ready (claimed, not handed over) and in flight; calls finished and not yet settled."""
+    """The state of one chunk on the event loop: per judge, pairs pending (until the
+    chunk's claim), ready (claimed, not handed over) and in flight; calls finished and not
+    yet settled."""
 
     def __init__(
         self,
@@ -116,10 +120,16 @@ class _LoopChunk:
         self.wake_after = min(self.batch.values(), default=1)
         self.tasks: list = []
 
-    def _claim(self, jid: int, room: int) -> None:
-        q = self.pending[jid]
-        group = [q.popleft() for _ in range(min(len(q), max(room, ASYNC_CLAIM_BATCH)))]
-        self.ready[jid].extend(claim_group(group, self.outcome, self.settler.outcome_lock))
+    def _claim_all(self) -> None:
+        """Claim every pending pair of the chunk, CHUNK_CLAIM_MAX per claim_group, into
+        `ready` (in order, per judge)."""
+        group = [w for q in self.pending.values() for w in q]
+        for q in self.pending.values():
+            q.clear()
+        for start in range(0, len(group), CHUNK_CLAIM_MAX):
+            part = group[start : start + CHUNK_CLAIM_MAX]
+            for w in claim_group(part, self.outcome, self.settler.outcome_lock):
+                self.ready[w.key.judge_id].append(w)
 
     def _finished(self, item: tuple) -> None:  # on the loop's thread
         self.done.append(item)
@@ -134,8 +144,6 @@ class _LoopChunk:
             room = self.window[jid] - self.in_flight[jid]
             if room <= 0 or (room < self.batch[jid] and self.in_flight[jid] >= self.slots[jid]):
                 continue
-            if len(self.ready[jid]) < room and self.pending[jid]:
-                self._claim(jid, room)
             take = min(room, len(self.ready[jid]))
             launch.extend(self.ready[jid].popleft() for _ in range(take))
             self.in_flight[jid] += take
@@ -173,11 +181,12 @@ class _LoopChunk:
         stopped = False
         next_check = time.monotonic() + STOP_CHECK_SECONDS
         try:
+            self._claim_all()
             while True:
                 if not stopped:
                     self._submit()
                 if not any(self.in_flight.values()):
-                    if stopped or not any(self.pending.values()) and not any(self.ready.values()):
+                    if stopped or not any(self.ready.values()):
                         break
                     continue
                 self.wake.wait(ASYNC_POLL_SECONDS)
@@ -193,6 +202,4 @@ class _LoopChunk:
             aio.cancel_all(self.tasks)
             raise
         finally:
-            for q in self.ready.values():
-                for w in q:
-                    release_item(w.item)
+            release_items([w.item.pk for q in self.ready.values() for w in q])

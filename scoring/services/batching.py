@@ -1,8 +1,9 @@
 """Settling a grade run's finished pairs in batches: one transaction per batch.
 
-A batch's grades (one INSERT that skips pairs graded meanwhile), its run items and ledger
-rows (one UPDATE per distinct state), the run counters (one UPDATE) and the deletion of its
-pairs' cross-run leases (one DELETE) commit together.
+A batch's grades (one INSERT that skips pairs graded meanwhile), its run items (one UPDATE
+per distinct state), its ledger rows (one UPDATE), the run counters (one UPDATE) and, unless
+the chunk frees them once at its end (defer_leases), the deletion of its pairs' cross-run
+leases (one DELETE) commit together.
 Above the ledger, below the transports that feed it.
 """
 
@@ -14,9 +15,9 @@ from django.db import transaction
 
 from questions.trigger_functions import REASK_MARKER_SQL
 from scoring.models import Grade, RunItem, ScoringRun
-from scoring.services.ledger import USAGE_COLUMNS
+from scoring.services.ledger import USAGE_COLUMNS, free_pair_leases
 from scoring.services.tunables import SETTLE_BATCH, SETTLE_SECONDS
-from scoring.services.vendor_sql import insert_rows, settle_sql, write_call_usage
+from scoring.services.vendor_sql import insert_rows, settle_calls, settle_sql
 from scoring.services.work import ChunkOutcome, Finished
 
 # A grade's pair: the columns (attnames) of its unique constraint, read from the model so
@@ -35,15 +36,30 @@ class BatchSettler:
     SETTLE_SECONDS (`add`, `flush_if_due`), and at the end of the chunk (`flush`). Each
     written pair is counted in `outcome` (under `lock`, the chunk's outcome lock, kept as
     `outcome_lock` for the transports). Thread-safe.
+
+    defer_leases: the cross-run pair leases of the written pairs are not deleted with each
+    batch but remembered, and deleted by `free_leases` (one DELETE: the chunk calls it once,
+    after its last flush). A pair keeps its lease a little longer than its grade takes to
+    commit, which is safe: another run that finds it leased leaves it and reuses the grade.
+    False: each batch deletes its pairs' leases in its own transaction.
     """
 
-    def __init__(self, run: ScoringRun, outcome: ChunkOutcome, lock: threading.Lock) -> None:
+    def __init__(
+        self,
+        run: ScoringRun,
+        outcome: ChunkOutcome,
+        lock: threading.Lock,
+        *,
+        defer_leases: bool = False,
+    ) -> None:
         self.run = run
         self.outcome = outcome
         self.outcome_lock = lock
         self.lock = threading.Lock()
         self.pending: list[Finished] = []
         self.since = 0.0
+        self.defer_leases = defer_leases
+        self.leased: list[int] = []  # items written whose pair leases are still to delete
 
     def add(self, done: Finished) -> None:
         """Queue one finished pair; write the batch when it is full or its first pair is due."""
@@ -74,9 +90,17 @@ class BatchSettler:
         if batch:
             self.write(batch)
 
+    def free_leases(self) -> None:
+        """Delete the pair leases of the pairs written so far (defer_leases): one DELETE,
+        none when there are none."""
+        with self.lock:
+            ids, self.leased = self.leased, []
+        free_pair_leases(ids)
+
     def write(self, batch: list[Finished]) -> None:
         """One transaction: the batch's grades, its items, its ledger rows (with the tokens
-        each call reported) and the run counters.
+        each call reported: one UPDATE, vendor_sql.settle_calls), the run counters and,
+        unless deferred, the pairs' leases.
 
         A grade whose pair was graded meanwhile (another run or delivery) is skipped by the
         INSERT itself and its pair settled as reused, paying nothing more. The UPDATEs are
@@ -105,11 +129,8 @@ class BatchSettler:
                     if tuple(row[i] for i in at) not in inserted:
                         d.state = RunItem.State.REUSED
             items: dict[tuple[str, str], list[int]] = {}
-            calls: dict[tuple[str, str], list[int]] = {}
             for d in batch:
                 items.setdefault((d.state, d.detail[:2000]), []).append(d.item_id)
-                if d.call_id is not None:
-                    calls.setdefault((d.call_outcome, d.detail[:2000]), []).append(d.call_id)
             sql = settle_sql(connection)
             bump: dict[str, int] = {}
             with connection.cursor() as cursor:
@@ -129,27 +150,33 @@ class BatchSettler:
                     bump[column] = bump.get(column, 0) + moved
                     if state == RunItem.State.UNPARSED:
                         bump["unparsed"] = bump.get("unparsed", 0) + moved
-                for (call_outcome, detail), ids in calls.items():
-                    cursor.execute(
-                        sql["calls"] % ", ".join(["%s"] * len(ids)), [call_outcome, detail, *ids]
-                    )
-                # the pairs' cross-run leases go with the settle (released pairs too)
-                cursor.execute(
-                    sql["leases"] % ", ".join(["%s"] * len(batch)), [d.item_id for d in batch]
-                )
-                write_call_usage(
+                settle_calls(
                     [
-                        (d.call_id, tuple(getattr(d.usage, c) for c in USAGE_COLUMNS))
+                        (
+                            d.call_id,
+                            d.call_outcome,
+                            d.detail[:2000],
+                            None
+                            if d.usage is None
+                            else tuple(getattr(d.usage, c) for c in USAGE_COLUMNS),
+                        )
                         for d in batch
-                        if d.call_id is not None and d.usage is not None
+                        if d.call_id is not None
                     ]
                 )
+                if not self.defer_leases:  # the pairs' cross-run leases go with the settle
+                    cursor.execute(
+                        sql["leases"] % ", ".join(["%s"] * len(batch)), [d.item_id for d in batch]
+                    )
                 if bump:
                     qn = connection.ops.quote_name
                     cursor.execute(
                         sql["run"] % ", ".join(f"{qn(c)} = {qn(c)} + %s" for c in bump),
                         [*bump.values(), self.run.pk],
                     )
+        if self.defer_leases:
+            with self.lock:
+                self.leased.extend(d.item_id for d in batch)
         with self.outcome_lock:
             for d in batch:
                 self.outcome.count(d.state)

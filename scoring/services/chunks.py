@@ -125,10 +125,40 @@ def _grade_chunk(
       it: returned in outcome.busy, and reused when its grade has landed) and hands the results to a BatchSettler
       (grade, ledger, counters in one transaction per batch), once the run's budget
       (if any) admitted them all: refused, none is sent (outcome.stopped);
-    - on an error the pairs that finished before it are settled, then the error is raised.
+    - on an error the pairs that finished before it are settled, then the error is raised;
+    - the cross-run leases of the pairs settled are deleted once, when the chunk ends (one
+      DELETE; BatchSettler's defer_leases), on an error too; a pair whose call was still in
+      flight at an error keeps its lease (and its "started" row: lost when claimed again).
     """
     lock = threading.Lock()
-    settler = BatchSettler(run, outcome, lock)
+    settler = BatchSettler(run, outcome, lock, defer_leases=True)
+    try:
+        result = _grade_pairs(
+            run, work, judges, backends, final_attempt, outcome, settler, budget, live
+        )
+    except BaseException:
+        try:  # the pairs settled before the error give their leases back too
+            settler.free_leases()
+        except Exception:  # noqa: BLE001 - the first error is the one to report
+            logger.exception("run %s: freeing settled pairs' leases after an error failed", run.pk)
+        raise
+    settler.free_leases()
+    return result
+
+
+def _grade_pairs(
+    run: ScoringRun,
+    work: list[WorkItem],
+    judges: dict[int, Judge],
+    backends: dict[int, Any],
+    final_attempt: bool,
+    outcome: ChunkOutcome,
+    settler: BatchSettler,
+    budget: Any,
+    live: bool,
+) -> ChunkOutcome:
+    """_grade_chunk's work, settling through `settler` (whose leases the caller frees)."""
+    lock = settler.outcome_lock
     absent = []
     for w in work:
         if w.absent:

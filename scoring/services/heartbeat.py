@@ -39,12 +39,18 @@ def report_run(run_id: int) -> None:
 def renew_leases(run_id: int) -> int:
     """Extend, to a full lease from now, the live leases this process holds on the run's
     pending pairs: its RunItem leases and their PairLease rows. Returns how many run items
-    were renewed. A lease already run out is left to whoever takes it over."""
+    were renewed. A lease already run out is left to whoever takes it over.
+
+    The PairLease rows of pairs already settled (a chunk deletes them once, when it ends:
+    batching.BatchSettler's defer_leases) are not renewed: their grade is there, so a
+    lease of theirs running out lets another run see the grade and reuse it; renewing them
+    rewrote up to a chunk's worth of rows per beat."""
     now = timezone.now()
     until = now + timedelta(seconds=pair_lease_seconds())
     mine = {"run_id": run_id, "holder": lease_holder(), "lease_until__gte": now}
-    renewed = RunItem.objects.filter(state=RunItem.State.PENDING, **mine).update(lease_until=until)
-    PairLease.objects.filter(**mine).update(lease_until=until)
+    pending = RunItem.State.PENDING
+    renewed = RunItem.objects.filter(state=pending, **mine).update(lease_until=until)
+    PairLease.objects.filter(item__state=pending, **mine).update(lease_until=until)
     return renewed
 
 

@@ -102,8 +102,26 @@ def _free_leases(item_ids: Sequence[int]) -> None:
 def release_item(item: RunItem) -> None:
     """Give up the lease on a still pending item (and its pair's lease across runs) so that
     any worker of any run may claim it at once."""
-    RunItem.objects.filter(pk=item.pk, state=RunItem.State.PENDING).update(lease_until=None)
-    _free_leases([item.pk])
+    release_items([item.pk])
+
+
+def release_items(item_ids: Sequence[int]) -> None:
+    """release_item for several items at once: one UPDATE and one DELETE (none for an
+    empty list)."""
+    if not item_ids:
+        return
+    RunItem.objects.filter(pk__in=list(item_ids), state=RunItem.State.PENDING).update(
+        lease_until=None
+    )
+    _free_leases(item_ids)
+
+
+def free_pair_leases(item_ids: Sequence[int]) -> None:
+    """Delete the cross-run pair leases of these run items (settled, or given back) in one
+    DELETE; none for an empty list. A chunk frees the leases of the pairs it settled once,
+    when it ends (scoring.services.chunks), not per settle batch."""
+    if item_ids:
+        _free_leases(item_ids)
 
 
 def settle_item(

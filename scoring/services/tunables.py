@@ -32,9 +32,12 @@ SETTLE_SECONDS = 0.2
 # claimed but not yet called when its worker dies only waits out its lease (no ledger row).
 CLAIM_BATCH = 4
 
-# The event-loop path claims up to this many of a judge's pairs with one UPDATE; a claimed
-# pair waits here at most until one of the judge's calls ends before its own call starts.
-ASYNC_CLAIM_BATCH = 32
+# The event-loop path claims a chunk's pairs all at once (one UPDATE of the run items and one
+# INSERT of their cross-run leases: statements per chunk, not per few pairs), in parts of at
+# most this many pairs: the lease INSERT binds 8 values a pair, within PostgreSQL's 65,535
+# and SQLite's 32,766 bound parameters. A claimed pair not yet called when its worker dies
+# waits out its lease (no ledger row), as a thread's CLAIM_BATCH does.
+CHUNK_CLAIM_MAX = 2000
 # How often the event-loop path asks the database whether the run was cancelled.
 STOP_CHECK_SECONDS = 0.5
 # The event-loop path's thread looks at finished calls this often (or sooner, once enough

@@ -4,7 +4,7 @@ The ORM spent as much CPU building these statements as the rest of a judge call'
 work (measured in bench/README.md), so the few statements a grade run repeats are written
 here, built once per model and vendor: the batched INSERT (`insert_rows`), the claim of
 several run items (`claim_items`) and of their pairs across runs (`lease_pairs`), the settle
-UPDATEs (`settle_sql`, with the calls' tokens: `write_call_usage`) and the marking of
+UPDATEs (`settle_sql`; the ledger rows' outcomes and tokens: `settle_calls`) and the marking of
 lost calls on PostgreSQL (`mark_calls_lost`). Nothing else of scoring.services writes SQL.
 """
 
@@ -34,16 +34,20 @@ def claim_items(item_ids: Sequence[int], *, lease_seconds: float) -> dict[int, i
     now = timezone.now()
     ops = connection.ops
     table = connection.ops.quote_name(RunItem._meta.db_table)
-    marks = ", ".join(["%s"] * len(item_ids))
+    ids: list[Any] = list(item_ids)
+    if connection.vendor == "postgresql":  # one array parameter (a chunk's ids: one claim)
+        which, ids = "= ANY(%s::bigint[])", [ids]
+    else:
+        which = f"IN ({', '.join(['%s'] * len(ids))})"
     sql = (
         f"UPDATE {table} SET lease_until = %s, attempts = attempts + 1, holder = %s "
-        f"WHERE id IN ({marks}) AND state = %s AND (lease_until IS NULL OR lease_until < %s) "
+        f"WHERE id {which} AND state = %s AND (lease_until IS NULL OR lease_until < %s) "
         "RETURNING id, attempts"
     )
     params = [
         ops.adapt_datetimefield_value(now + timedelta(seconds=lease_seconds)),
         lease_holder(),
-        *item_ids,
+        *ids,
         RunItem.State.PENDING,
         ops.adapt_datetimefield_value(now),
     ]
@@ -84,18 +88,28 @@ def lease_pairs(
         if grade
         else "judge_id, key_entry_id, prompt_version) WHERE response_id IS NULL"
     )
-    marks = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, NULL)"] * len(rows))
+    holder = lease_holder()
+    if connection.vendor == "postgresql":
+        # one array per column, not 8 placeholders a pair: psycopg splits a statement's text
+        # at its placeholders on every call, and a chunk's claim had 8,000 of them
+        meta = PairLease._meta
+        names = ("item_id", "response_id", "judge_id", "key_entry_id", "prompt_version")
+        arrays = ", ".join(f"%s::{meta.get_field(n).db_type(connection)}[]" for n in names)
+        source = f"SELECT *, %s::bigint, %s::timestamptz, %s, NULL::bigint FROM unnest({arrays})"
+        params: list[Any] = [run_id, until, holder, *([row[i] for row in rows] for i in range(5))]
+    else:
+        marks = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, NULL)"] * len(rows))
+        source = f"VALUES {marks}"
+        params = [v for row in rows for v in (*row, run_id, until, holder)]
     sql = (
         f"INSERT INTO {table} (item_id, response_id, judge_id, key_entry_id, prompt_version, "
-        f"run_id, lease_until, holder, previous_run_id) VALUES {marks} "
+        f"run_id, lease_until, holder, previous_run_id) {source} "
         f"ON CONFLICT ({target} DO UPDATE SET item_id = excluded.item_id, "
         "run_id = excluded.run_id, lease_until = excluded.lease_until, holder = excluded.holder, "
         f"previous_run_id = {table}.run_id "
         f"WHERE {table}.lease_until < %s OR {table}.item_id = excluded.item_id "
         "RETURNING item_id, previous_run_id"
     )
-    holder = lease_holder()
-    params: list[Any] = [v for row in rows for v in (*row, run_id, until, holder)]
     params.append(ops.adapt_datetimefield_value(now))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -230,9 +244,8 @@ _SETTLE_SQL: dict[str, dict[str, str]] = {}
 
 def settle_sql(connection: Any) -> dict[str, str]:
     """Return BatchSettler.write's UPDATE statements for this database vendor, each with a
-    "%s" slot for its list of ids ("items", "calls") or of counter assignments ("run"):
+    "%s" slot for its list of ids ("items", "leases") or of counter assignments ("run"):
     - items: move pending run items to a state (lease cleared, detail set);
-    - calls: set ledger rows' outcome and detail;
     - run: add to the run's counters;
     - leases: delete the cross-run pair leases of run items (PairLease)."""
     if connection.vendor not in _SETTLE_SQL:
@@ -243,10 +256,6 @@ def settle_sql(connection: Any) -> dict[str, str]:
                 f"{qn('lease_until')} = NULL, {qn('detail')} = %%s "
                 f"WHERE {qn('id')} IN (%s) AND {qn('state')} = %%s"
             ),
-            "calls": (
-                f"UPDATE {qn(JudgeCall._meta.db_table)} SET {qn('outcome')} = %%s, "
-                f"{qn('detail')} = %%s WHERE {qn('id')} IN (%s)"
-            ),
             "run": f"UPDATE {qn(ScoringRun._meta.db_table)} SET %s WHERE {qn('id')} = %%s",
             "leases": f"DELETE FROM {qn(PairLease._meta.db_table)} WHERE {qn('item_id')} IN (%s)",
         }
@@ -256,34 +265,61 @@ def settle_sql(connection: Any) -> dict[str, str]:
 _USAGE = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens")
 
 
-def write_call_usage(rows: Sequence[tuple[int, Sequence[int | None]]]) -> None:
-    """Store the reported tokens of settled ledger rows (JudgeCall usage columns).
+def settle_calls(rows: Sequence[tuple[int, str, str, Sequence[int | None] | None]]) -> None:
+    """Settle ledger rows: set each one's outcome, detail and the tokens its call reported.
 
-    rows: (call id, (input, output, cached, cache write tokens; None = unknown)) each. On
-    PostgreSQL ONE UPDATE ... FROM (VALUES ...) for all of them (each call's figures differ,
-    so the settle's grouped UPDATE cannot carry them); elsewhere one UPDATE per row. An empty
-    list costs no query.
+    rows: (call id, outcome, detail, usage) each; usage (input, output, cached, cache write
+    tokens, None each = unknown) or None when the call reported none. A token column left
+    unknown keeps what it holds (NULL: unknown). On PostgreSQL ONE UPDATE for all of them,
+    matched against one array per column (UPDATE ... FROM unnest(...): the planner expects
+    as many rows as there are and probes the primary key per row, where from a JSON
+    parameter it expects 100 and hashes the whole ledger): settling a call is then one new
+    row version, where an UPDATE of the outcome per (outcome, detail) and another of the
+    tokens per batch wrote two. Elsewhere (SQLite) one UPDATE per
+    (outcome, detail) and one per row with usage. An empty list costs no query.
     """
     from django.db import connection
 
     if not rows:
         return
-    if connection.vendor != "postgresql":
-        for pk, values in rows:
-            JudgeCall.objects.filter(pk=pk).update(**dict(zip(_USAGE, values, strict=True)))
-        return
     qn = connection.ops.quote_name
     table = qn(JudgeCall._meta.db_table)
-    sets = ", ".join(f"{qn(c)} = v.{qn(c)}" for c in _USAGE)
-    names = ", ".join(qn(c) for c in ("id", *_USAGE))
-    one = "(" + ", ".join(["%s::bigint"] + ["%s::integer"] * len(_USAGE)) + ")"
-    sql = (
-        f"UPDATE {table} SET {sets} FROM (VALUES {', '.join([one] * len(rows))}) "
-        f"AS v({names}) WHERE {table}.{qn('id')} = v.{qn('id')}"
-    )
-    params = [value for pk, values in rows for value in (pk, *values)]
+    if connection.vendor == "postgresql":
+        sets = ", ".join(
+            [f"{qn(c)} = v.{qn(c)}" for c in ("outcome", "detail")]
+            + [f"{qn(c)} = COALESCE(v.{qn(c)}, {table}.{qn(c)})" for c in _USAGE]
+        )
+        names = ", ".join(qn(c) for c in ("id", "outcome", "detail", *_USAGE))
+        arrays = ", ".join(["%s::bigint[]", "%s::text[]", "%s::text[]"] + ["%s::integer[]"] * 4)
+        usage = [tuple(u) if u is not None else (None,) * len(_USAGE) for *_, u in rows]
+        params = [
+            [r[0] for r in rows],
+            [r[1] for r in rows],
+            [r[2] for r in rows],
+            *([u[i] for u in usage] for i in range(len(_USAGE))),
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET {sets} FROM unnest({arrays}) AS v({names}) "
+                f"WHERE {table}.{qn('id')} = v.{qn('id')}",
+                params,
+            )
+        return
+    groups: dict[tuple[str, str], list[int]] = {}
+    for pk, outcome, detail, _ in rows:
+        groups.setdefault((outcome, detail), []).append(pk)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        for (outcome, detail), ids in groups.items():
+            cursor.execute(
+                f"UPDATE {table} SET {qn('outcome')} = %s, {qn('detail')} = %s "
+                f"WHERE {qn('id')} IN ({', '.join(['%s'] * len(ids))})",
+                [outcome, detail, *ids],
+            )
+    for pk, _, _, usage in rows:
+        if usage is not None:
+            known = {c: v for c, v in zip(_USAGE, usage, strict=True) if v is not None}
+            if known:
+                JudgeCall.objects.filter(pk=pk).update(**known)
 
 
 def mark_calls_lost(
