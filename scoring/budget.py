@@ -450,6 +450,9 @@ class RunBudget:
                     .select_related("benchmark")
                     .get(pk=self.run.pk)
                 )
+                # calibrated afresh on the calls just made, as finish_offer's estimate of
+                # the same pending pairs in the note is: one figure for them, not two
+                self.calibrations = {}
                 rest = self.estimate(self.cut)
                 reason = over_budget(run, rest) or (
                     f"the chunk was cut to what was left of the budget; its other "
