@@ -119,7 +119,7 @@ def set_up(args: argparse.Namespace) -> Context:
         write_bundle(folder, n_questions=args.questions, seed=0)
         import_bundle(folder)
     edition = KeyEdition.objects.filter(status="published").order_by("-pk").first()
-    server = JudgeServer().start()
+    server = JudgeServer(latency=args.latency).start()
     judges = list(Judge.objects.filter(benchmark_id=edition.benchmark_id, role="judge"))
     for judge in judges:
         sdk = BACKENDS[judge.judge_id]
@@ -573,6 +573,13 @@ def main() -> None:
     parser.add_argument("--db", default="snaglist_cost", help="database to drop and create")
     parser.add_argument("--only", choices=sorted(SECTIONS), action="append", help="sections")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=0.0,
+        help="seconds the loopback judge takes per reply (0: at once; a vendor takes ~1 s, "
+        "so a question's calls in flight overlap and miss the cache together)",
+    )
     args = parser.parse_args()
     url = f"postgres://postgres@127.0.0.1:5432/{args.db}"
     prepare_database(url, args.db)

@@ -870,14 +870,18 @@ def test_in_process_retries_are_bounded_in_time_and_the_wait_says_what_for(
     with caplog.at_level(logging.WARNING, logger="scoring.tasks"):
         run = _run(publish_correction(data), data.judges, django_capture_on_commit_callbacks)
     assert (run.status, run.failed) == ("failed", 6)
-    # ceilings 10, 20, 40: 5-10 + 10-20 s waited, then the third wait is cut to the rest
-    assert len(waits) == 3 and abs(sum(waits) - 45.0) < 1e-9, waits
-    assert 5.0 <= waits[0] <= 10.0 and 10.0 <= waits[1] <= 20.0
-    assert len(backend.calls) == 6 * 4  # the first round and 3 retries, not 9 rounds
+    # ceilings 10, 20, 40, 80: the waits add up to the 45 s exactly, the last one cut to
+    # what was left (after 5-10 + 10-20 s the third, 20-40 s, may or may not reach it)
+    assert len(waits) in (3, 4) and abs(sum(waits) - 45.0) < 1e-9, waits
+    for wait, ceiling in zip(waits, [10.0, 20.0, 40.0, 80.0], strict=False):
+        assert wait <= ceiling, (wait, ceiling)
+    assert 5.0 <= waits[0] and 10.0 <= waits[1]
+    assert len(backend.calls) == 6 * (len(waits) + 1)  # a round after each wait, not 9 rounds
     said = [r.getMessage() for r in caplog.records if "waiting" in r.getMessage()]
-    assert len(said) == 3
+    assert len(said) == len(waits)
     judges = ", ".join(sorted(j.judge_id for j in data.judges))
     assert f"run {run.pk}: waiting" in said[0] and f"for judge {judges} (unavailable: " in said[0]
     assert "before asking its 6 pair(s) again at " in said[0]
     assert "retry 1 of at most 8, within 45 s in all (SNAGLIST_EAGER_RETRY_SECONDS)" in said[0]
-    assert "that is the last try: pairs still unavailable then fail" in said[2]
+    assert "that is the last try: pairs still unavailable then fail" in said[-1]
+    assert not any("last try" in line for line in said[:-1])
