@@ -119,7 +119,7 @@ def set_up(args: argparse.Namespace) -> Context:
         write_bundle(folder, n_questions=args.questions, seed=0)
         import_bundle(folder)
     edition = KeyEdition.objects.filter(status="published").order_by("-pk").first()
-    server = JudgeServer().start()
+    server = JudgeServer(latency=args.latency).start()
     judges = list(Judge.objects.filter(benchmark_id=edition.benchmark_id, role="judge"))
     for judge in judges:
         sdk = BACKENDS[judge.judge_id]
@@ -143,31 +143,39 @@ def set_up(args: argparse.Namespace) -> Context:
 class TeeCache:
     """Stands in for the server's PrefixCache: answers with one at RUN_MIN_TOKENS and
     replays every request through one per REPLAY_MIN_TOKENS, tallying per minimum and
-    vendor the prompt tokens billed and the tokens read from / written to the cache."""
+    vendor the prompt tokens billed and the tokens read from / written to the cache. Each
+    cache has the vendors' timing (PrefixCache's default "reply"): a request's prefixes
+    become readable in every cache when the server writes its reply (remember)."""
 
     def __init__(self) -> None:
         from tests.judge_server import PrefixCache
 
         self.caches = {n: PrefixCache(min_tokens=n) for n in (RUN_MIN_TOKENS, *REPLAY_MIN_TOKENS)}
-        self.min_tokens, self.ready = RUN_MIN_TOKENS, "arrival"
+        self.min_tokens, self.ready = RUN_MIN_TOKENS, "reply"
         self.tally: dict[tuple[int, str], list[int]] = {}
+        self._pending: dict[int, list[tuple[Any, Any]]] = {}
 
     def lookup(self, flavour: str, request: dict[str, Any]) -> Any:
         from tests.judge_server import prompt_tokens
 
         billed = prompt_tokens(request)
+        found_all = []
         for n, cache in self.caches.items():
             found = cache.lookup(flavour, request)
+            found_all.append((cache, found))
             row = self.tally.setdefault((n, flavour), [0, 0, 0])
             row[0] += billed
             row[1] += found.read
             row[2] += found.write
             if n == RUN_MIN_TOKENS:
                 answer = found
+        self._pending[id(answer)] = found_all
         return answer
 
-    def remember(self, found: Any) -> None:  # "arrival": lookup already remembered
-        pass
+    def remember(self, found: Any) -> None:
+        """Make the request's prefixes readable in every cache (its reply is written)."""
+        for cache, each in self._pending.pop(id(found), []):
+            cache.remember(each)
 
 
 def set_version(ctx: Context, version: str) -> list[Any]:
@@ -332,11 +340,10 @@ def section_cache(ctx: Context) -> list[str]:
         f" {100 * v2['cost']['cached_tokens'] / v2['cost']['input_tokens']:.0f}% of its input",
         f"  read from the cache (at {RUN_MIN_TOKENS}), judge-v1 nothing until the minimum is"
         f" under its ~{statistics.median(v1['prefix_tokens']):.0f}-token prefix.",
-        "- The emulation makes a prefix readable once a request carrying it has arrived. The",
-        "  vendors make it readable once the first response begins, so a question's calls sent",
-        "  together (a judge's window of `concurrency` calls in flight) miss together: with",
-        "  18 responses a question and 32 calls in flight per judge, a live run would read less",
-        '  than this (not measured here); `server.prefix_cache.ready = "reply"` emulates it.',
+        "- The emulation makes a prefix readable once the reply of a request carrying it is",
+        '  written, as the vendors do (`PrefixCache` ready "reply", issue 30 item 12): a',
+        "  question's calls sent together (a judge's window of `concurrency` calls in flight,",
+        "  8 unset) miss together, and each Anthropic one writes the prefix.",
     ]
     return lines
 
@@ -423,12 +430,13 @@ def section_estimate(ctx: Context) -> list[str]:
         "- (b) is calibrated on the judge-v1 run (input and output tokens). No judge-v2 call",
         "  exists yet, so the new layout's cached share cannot be observed",
         "  (`scoring.estimate.cached_share` counts calls at the judge's current prompt version",
-        "  only) and is predicted from the layout (`scoring.estimate.predict_cached`): every",
-        "  call of a question but the first reads the question's shared prefix (the judge-v2",
+        "  only) and is predicted from the layout (`scoring.estimate.predict_cached`): the",
+        "  first w calls of a question (w: the judge's calls in flight, 8) go out before any",
+        "  is answered and miss; the others read the question's shared prefix (the judge-v2",
         "  text before the response; its characters / the calibrated characters a token) from",
         "  the cache when the prefix reaches the judge's `cache_min_tokens` (here the runs'",
-        f"  {RUN_MIN_TOKENS}, as an admin sets the vendor's minimum); Anthropic's first call of a",
-        "  question writes it at 1.25x the input price. The prediction runs a little high:",
+        f"  {RUN_MIN_TOKENS}, as an admin sets the vendor's minimum); each Anthropic miss",
+        "  writes it at 1.25x the input price. The prediction runs a little high:",
         "  OpenAI's cache (and the loopback's) reads in 128-token steps past the minimum, so",
         "  the last part of a prefix is not read. At the vendors' 1,024 minimum the judge-v2",
         "  prefixes (~535 tokens) are too short and nothing is predicted, as the cache",
@@ -565,6 +573,13 @@ def main() -> None:
     parser.add_argument("--db", default="snaglist_cost", help="database to drop and create")
     parser.add_argument("--only", choices=sorted(SECTIONS), action="append", help="sections")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=0.0,
+        help="seconds the loopback judge takes per reply (0: at once; a vendor takes ~1 s, "
+        "so a question's calls in flight overlap and miss the cache together)",
+    )
     args = parser.parse_args()
     url = f"postgres://postgres@127.0.0.1:5432/{args.db}"
     prepare_database(url, args.db)

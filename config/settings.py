@@ -359,6 +359,11 @@ SNAGLIST_BATCH_POLL_SECONDS = CELERY_BEAT_SCHEDULE["poll-batches"]["schedule"]
 # next batch (half price, another turnaround). Either way a pair is given up (failed) after
 # 3 batch attempts.
 SNAGLIST_BATCH_FAILED_RETRY = choice("SNAGLIST_BATCH_FAILED_RETRY", "live", {"live", "batch"})
+# In-process runs (eager tasks, no Redis: the zero set-up default, where `rescore --wait`
+# or a web request waits for the run): how long, in seconds, a run's pairs whose judge is
+# unavailable are asked again before they fail; the waits between rounds and the rounds
+# count (issue 30 item 15: a judge that always failed kept `rescore --wait` 12 min 26 s).
+SNAGLIST_EAGER_RETRY_SECONDS = number("SNAGLIST_EAGER_RETRY_SECONDS", float, 120.0, minimum=0)
 # First backoff in seconds for an unavailable judge (doubles per retry, capped at 600).
 SNAGLIST_RESCORE_RETRY_BASE_SECONDS = number(
     "SNAGLIST_RESCORE_RETRY_BASE_SECONDS", float, 30.0, above=0

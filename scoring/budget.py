@@ -14,9 +14,13 @@ chunk is about to send) runs under a row lock on the run and admits the chunk on
 - the chunk's estimate: scoring.estimate.estimate_pairs of the chunk's pairs that will be
   sent (pairs already graded are settled as reused first and cost nothing).
 
-A chunk that does not fit sends nothing: the run is stopped (status "stopped", a note with
-the spend and the cap, an audit-log entry) before any of its calls is started, so no call
-is half-recorded; chunks already sending finish the calls they started (as on a cancel).
+A chunk that does not fit whole is cut to what is left (issue 30 item 13: a 500-pair chunk
+was 24 % of a run, and a run stopped up to a chunk's cost below its cap): the longest
+first part of its pairs that fits is admitted and sent, and once those are settled the run
+is stopped (status "stopped", a note with the spend, the cap, what finishing the run would
+cost and the cap that would finish it, an audit-log entry); when not even one pair fits it
+is stopped before any call is started. So no call is half-recorded; chunks already sending
+finish the calls they started (as on a cancel).
 The exact guarantee: the estimates admitted never add up to more than the cap; the spend
 can exceed the cap only by how much the admitted chunks' real usage exceeds their
 estimates (in a run whose chunks go one after another: the last chunk's error only, since
@@ -45,7 +49,7 @@ from core.services import audit_log
 from questions.errors import DomainError
 from scoring.costs import Prices, calls_cost, tokens_cost
 from scoring.estimate import Calibration, RunEstimate, combine, estimate_pairs
-from scoring.models import Judge, JudgeCall, ScoringRun
+from scoring.models import Judge, JudgeCall, RunItem, ScoringRun
 
 SIX_PLACES = Decimal("0.000001")
 
@@ -183,13 +187,13 @@ def spent(run: ScoringRun) -> Spent:
     return Spent(tokens, cost)
 
 
-def over_budget(run: ScoringRun, estimate: RunEstimate) -> str:
+def over_budget(run: ScoringRun, estimate: RunEstimate, now: Spent | None = None) -> str:
     """Return why `estimate`'s calls do not fit in the run's budget ("" when they do): the
     run row (locked by the caller) gives the caps and the reservations, the ledger the
-    spend."""
+    spend (`now`, read when not given: spent)."""
     if not has_budget(run) or not estimate.calls:
         return ""
-    now = spent(run)
+    now = spent(run) if now is None else now
     lines = []
     if run.budget_tokens is not None:
         need = estimate.tokens_in + estimate.tokens_out
@@ -197,7 +201,8 @@ def over_budget(run: ScoringRun, estimate: RunEstimate) -> str:
             lines.append(
                 f"{now.tokens:,} tokens spent of the {run.budget_tokens:,}-token cap"
                 + (
-                    f" ({run.budget_reserved_tokens:,} more on their way)"
+                    f" ({run.budget_reserved_tokens:,} held for calls in flight, part of them "
+                    "spent already)"
                     if run.budget_reserved_tokens
                     else ""
                 )
@@ -216,7 +221,8 @@ def over_budget(run: ScoringRun, estimate: RunEstimate) -> str:
                 f"{now.cost.quantize(SIX_PLACES)} {cur} spent of the "
                 f"{run.budget_cost.quantize(SIX_PLACES)} {cur} cap"
                 + (
-                    f" ({run.budget_reserved_cost} {cur} more on their way)"
+                    f" ({run.budget_reserved_cost} {cur} held for calls in flight, part of it "
+                    "spent already)"
                     if run.budget_reserved_cost
                     else ""
                 )
@@ -227,13 +233,126 @@ def over_budget(run: ScoringRun, estimate: RunEstimate) -> str:
     return "; ".join(lines)
 
 
+# The cap a stopped run's note offers is the spend plus the estimate of what is left, plus
+# this share of that estimate: an estimate can run a little low (bench/README.md, "Cost"),
+# and a resume whose cap is just short stops again a few pairs before the end.
+FINISH_MARGIN = Decimal("0.05")
+
+
+def _round_up(value: Decimal) -> Decimal:
+    """Return money rounded up for a sentence and an offered cap: to a hundredth, or to
+    4 decimal places below 1 (a small re-score), as scoring.estimate's sentences show it."""
+    return value.quantize(Decimal("0.01") if value >= 1 else Decimal("0.0001"), ROUND_UP)
+
+
+def finish_offer(run: ScoringRun) -> dict[str, Any]:
+    """Return what finishing a stopped (or stopping) run would cost and the caps that would
+    finish it: {"pairs": its pending pairs, "cost": their live-price estimate (Decimal, or
+    None when a price is missing), "tokens": their estimated input + output tokens,
+    "cap_cost": spend + cost x (1 + FINISH_MARGIN) rounded up (_round_up; None without a
+    cost cap or cost), "cap_tokens": spend + tokens x (1 + FINISH_MARGIN) rounded up (None
+    without a token cap), "currency"}. The estimate is scoring.estimate.estimate_pairs of
+    the pending pairs (some may turn out graded meanwhile and be reused, costing nothing):
+    their prompts are rendered, so this reads every pending pair once. Three queries and
+    the estimate's."""
+    items = list(
+        RunItem.objects.filter(run=run, state=RunItem.State.PENDING)
+        .select_related("judge", "key_entry__question", "key_entry__citation_document", "response")
+        .order_by("id")
+    )
+    rows = [(i.judge, i.key_entry, i.response) for i in items]
+    scale = list(run.benchmark.grade_scale or [0, 1, 2])
+    estimate = combine(estimate_pairs(rows, scale=scale)) if rows else None
+    cost = estimate.cost_live if estimate else Decimal(0)
+    tokens = estimate.tokens_in + estimate.tokens_out if estimate else 0
+    now = spent(run)
+    margin = 1 + FINISH_MARGIN
+    cap_cost = None
+    if run.budget_cost is not None and cost is not None:
+        cap_cost = _round_up(now.cost + cost * margin)
+    cap_tokens = None
+    if run.budget_tokens is not None:
+        cap_tokens = now.tokens + int((tokens * margin).to_integral_value(ROUND_UP))
+    return {
+        "pairs": len(rows),
+        "cost": cost,
+        "tokens": tokens,
+        "cap_cost": cap_cost,
+        "cap_tokens": cap_tokens,
+        "currency": run.budget_currency,
+    }
+
+
+def finish_text(run: ScoringRun, offer: dict[str, Any]) -> str:
+    """Return finish_offer's figures in a sentence for the stop note: "to finish: N pairs
+    left, about X CUR (T tokens) more; resume with a cost cap of C CUR"."""
+    cur = offer["currency"]
+    if not offer["pairs"]:
+        return "nothing is left to send: resume to close the run"
+    cost = (
+        f"about {_round_up(offer['cost'])} {cur}"
+        if offer["cost"] is not None
+        else "a cost unknown (a judge has no live price)"
+    )
+    caps = []
+    if offer["cap_cost"] is not None:
+        caps.append(f"a cost cap of {offer['cap_cost']} {cur}")
+    if offer["cap_tokens"] is not None:
+        caps.append(f"a token cap of {offer['cap_tokens']:,}")
+    n = offer["pairs"]
+    return (
+        f"to finish: {n:,} pair{pluralize(n)} left, {cost} ({offer['tokens']:,} tokens) more"
+        + (f"; resume with {' and '.join(caps)}" if caps else "")
+        + f" (the estimate plus {FINISH_MARGIN:.0%})"
+    )
+
+
+def _offer_json(offer: dict[str, Any]) -> dict[str, Any]:
+    """Return finish_offer's figures as JSON (money as 6-place strings, as budget_state;
+    the offered cap as offered)."""
+
+    def six(value: Decimal | None) -> str | None:
+        return None if value is None else f"{value.quantize(SIX_PLACES)}"
+
+    return {
+        "pairs": offer["pairs"],
+        "cost": six(offer["cost"]),
+        "tokens": offer["tokens"],
+        # as offered in the note (rounded up: _round_up), so a page can fill it in
+        "cap_cost": None if offer["cap_cost"] is None else str(offer["cap_cost"]),
+        "cap_tokens": offer["cap_tokens"],
+    }
+
+
+def last_finish_offer(run: ScoringRun) -> dict[str, Any] | None:
+    """Return the finish offer (finish_offer's figures as JSON: _offer_json) written with the
+    run's last stop at its budget, or None (never stopped at it, or stopped before issue 30
+    item 13). One query: the audit log keeps it (a page need not render every pending
+    pair's prompt again)."""
+    from core.models import AuditLogEntry
+
+    entry = (
+        AuditLogEntry.objects.filter(
+            action=Action.RUN_BUDGET_STOP, target_type="run", target_id=str(run.pk)
+        )
+        .order_by("-id")
+        .values_list("after", flat=True)
+        .first()
+    )
+    return (entry or {}).get("finish")
+
+
 def stop_run(run: ScoringRun, reason: str) -> bool:
-    """Stop an active run at its budget: status "stopped", a note, an audit-log entry
-    (Action.RUN_BUDGET_STOP, by the system). Returns False when the run was no longer
-    active. Call inside a transaction."""
+    """Stop an active run at its budget: status "stopped", a note (the reason, then what
+    finishing would cost and the caps that would finish it: finish_offer), an audit-log
+    entry (Action.RUN_BUDGET_STOP, by the system, with the offer under "finish"). Returns
+    False when the run was no longer active. Call inside a transaction."""
     from scoring.services.work import ACTIVE_STATUSES, append_note
 
-    note = f"stopped at budget at {timezone.localtime():%H:%M:%S}: {reason}"
+    offer = finish_offer(run)
+    note = (
+        f"stopped at budget at {timezone.localtime():%H:%M:%S}: {reason}; {finish_text(run, offer)}"
+    )
     changed = ScoringRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATUSES).update(
         status=ScoringRun.Status.STOPPED,
         finished_at=timezone.now(),
@@ -247,7 +366,7 @@ def stop_run(run: ScoringRun, reason: str) -> bool:
             target_id=run.pk,
             target_label=str(run),
             benchmark_name=run.benchmark.name,
-            after={**budget_state(run), "reason": reason},
+            after={**budget_state(run), "reason": reason, "finish": _offer_json(offer)},
         )
     return bool(changed)
 
@@ -260,6 +379,8 @@ class RunBudget:
         self.run = run
         self.calibrations: dict[int, Calibration] = {}
         self.reserved: tuple[int, Decimal] | None = None
+        # the chunk's pairs left unsent when it was cut to what is left: the run stops at release
+        self.cut: list[Any] = []
 
     def estimate(self, work: Sequence[Any]) -> RunEstimate:
         """Return the estimate of the work items' calls (scoring.services.work.WorkItem)."""
@@ -267,11 +388,25 @@ class RunBudget:
         rows = [(w.judge, w.key_entry, w.response) for w in work]
         return combine(estimate_pairs(rows, scale=scale, calibrations=self.calibrations))
 
-    def admit(self, work: Sequence[Any]) -> bool:
-        """Return True when the chunk's calls fit in the run's budget (and reserve their
-        estimate), False after stopping the run when they do not (or it is not active)."""
+    def _fitting(self, run: ScoringRun, work: Sequence[Any], now: Spent) -> int:
+        """Return how many of the first work items fit in the budget (binary search over
+        the estimates of the first k items; an estimate grows with k)."""
+        low, high = 0, len(work) - 1  # all of them did not fit
+        while low < high:
+            mid = (low + high + 1) // 2
+            if over_budget(run, self.estimate(work[:mid]), now):
+                high = mid - 1
+            else:
+                low = mid
+        return low
+
+    def admit(self, work: Sequence[Any]) -> list[Any]:
+        """Return the work items to send: all of them when their calls fit in the run's
+        budget, else the longest first part that fits (the run is stopped once they are
+        settled, at release), reserving their estimate; [] after stopping the run when not
+        one fits (or it is not active)."""
         if not work or not has_budget(self.run):  # the run as its task loaded it
-            return True
+            return list(work)
         estimate = self.estimate(work)
         with transaction.atomic():
             run = (
@@ -279,10 +414,15 @@ class RunBudget:
                 .select_related("benchmark")
                 .get(pk=self.run.pk)
             )
-            reason = over_budget(run, estimate)
+            now = spent(run)
+            reason = over_budget(run, estimate, now)
             if reason:
-                stop_run(run, reason)
-                return False
+                fits = self._fitting(run, work, now)
+                if not fits:
+                    stop_run(run, reason)
+                    return []
+                self.cut = list(work[fits:])
+                work, estimate = work[:fits], self.estimate(work[:fits])
             tokens = estimate.tokens_in + estimate.tokens_out
             cost = (estimate.cost_live or Decimal(0)).quantize(SIX_PLACES, ROUND_UP)
             ScoringRun.objects.filter(pk=run.pk).update(
@@ -290,10 +430,11 @@ class RunBudget:
                 budget_reserved_cost=F("budget_reserved_cost") + cost,
             )
             self.reserved = (tokens, cost)
-        return True
+        return list(work)
 
     def release(self) -> None:
-        """Take the chunk's reservation off the run (its calls are settled or given up)."""
+        """Take the chunk's reservation off the run (its calls are settled or given up);
+        stop the run when its chunk was cut to what was left of the budget."""
         if self.reserved is None:
             return
         tokens, cost = self.reserved
@@ -302,6 +443,22 @@ class RunBudget:
             budget_reserved_tokens=F("budget_reserved_tokens") - tokens,
             budget_reserved_cost=F("budget_reserved_cost") - cost,
         )
+        if self.cut:
+            with transaction.atomic():
+                run = (
+                    ScoringRun.objects.select_for_update()
+                    .select_related("benchmark")
+                    .get(pk=self.run.pk)
+                )
+                # calibrated afresh on the calls just made, as finish_offer's estimate of
+                # the same pending pairs in the note is: one figure for them, not two
+                self.calibrations = {}
+                rest = self.estimate(self.cut)
+                reason = over_budget(run, rest) or (
+                    f"the chunk was cut to what was left of the budget; its other "
+                    f"{rest.calls} call{pluralize(rest.calls, ' was,s were')} not sent"
+                )
+                stop_run(run, reason)
 
 
 def clear_reservations(run_ids: Sequence[int]) -> None:
@@ -313,11 +470,12 @@ def clear_reservations(run_ids: Sequence[int]) -> None:
 
 
 def refuse_if_over(run: ScoringRun, work: Sequence[Any]) -> None:
-    """Raise BudgetError (the run stays stopped) when the first chunk a resume would send
-    (`work`: its WorkItem-like rows) does not fit in the run's budget."""
-    reason = over_budget(run, RunBudget(run).estimate(work))
+    """Raise BudgetError (the run stays stopped) when not even the first pair a resume
+    would send (`work`: its first chunk's WorkItem-like rows) fits in the run's budget;
+    the message gives the caps that would finish it (finish_offer)."""
+    reason = over_budget(run, RunBudget(run).estimate(work[:1]))
     if reason:
         raise BudgetError(
-            f"run {run.pk} would stop again at once: {reason}. Raise its cap "
-            "(--budget-cost / --budget-tokens) to finish it."
+            f"run {run.pk} would stop again at once: {reason}; {finish_text(run, finish_offer(run))}"
+            " (--budget-cost / --budget-tokens)."
         )

@@ -147,7 +147,30 @@ def _usage_by_judge(calls: QuerySet) -> dict[int, dict[str, Any]]:
         for k, v in tokens.items():
             u[k] += v
         u["modes"][r["mode"]] = tokens
+        u.setdefault("mode_calls", {})[r["mode"]] = (r["n"], r["known"])
     return out
+
+
+def _by_mode(judge: Judge, u: dict[str, Any], mode: str | None) -> list[dict[str, Any]]:
+    """Return a judge's figures split by how its calls were sent, when they were sent both
+    ways ([] otherwise): [{"mode": "batch"|"live", "calls", "unknown_usage", token figures,
+    "cost"}], each mode's tokens at its own prices (or `mode`'s when given)."""
+    if len(u["modes"]) < 2:
+        return []
+    rows = []
+    for sent in sorted(u["modes"]):
+        t, (n, known) = u["modes"][sent], u["mode_calls"][sent]
+        cost = _priced(judge, {sent: t}, mode) if known else None
+        rows.append(
+            {
+                "mode": sent,
+                "calls": n,
+                "unknown_usage": n - known,
+                **_tokens(t["input"], t["cached"], t["writes"], t["output"], known=known),
+                "cost": money(cost),
+            }
+        )
+    return rows
 
 
 def _mode_tokens(row: dict[str, Any]) -> dict[str, int]:
@@ -193,7 +216,8 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
     ("live" | "batch") prices when `mode` is given (what the same calls would cost so).
 
     Shape: {"judges": [{"judge", "currency", "calls", "outcome_unknown", "unknown_usage",
-    "input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens", "cost"}], "calls",
+    "input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens", "cost",
+    "by_mode"}], "calls",
     "outcome_unknown", "unknown_usage", "input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens",
     "cost", "currency", "notes"} (cache_write_tokens: Anthropic's, priced by tokens_cost).
     calls: paid calls (BILLED_OUTCOMES: answered); outcome_unknown: calls sent whose outcome
@@ -202,7 +226,9 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
     usage); cost (a string, 6 decimal places, in `currency`) is None when no call reported usage or a needed price
     is empty, and the total is None when any judge's cost is unknown or the judges'
     currencies differ (notes say why). With some calls' usage unknown the cost covers the
-    others only (a lower bound; `unknown_usage` and a note say so). Two queries.
+    others only (a lower bound; `unknown_usage` and a note say so). by_mode: a judge's
+    figures split by send mode when its calls went both ways (batch, and live: requests a
+    batch brought no reply for, sent again live), else []. Two queries.
     """
     usage = _usage_by_judge(calls)
     judges = Judge.objects.in_bulk(list(usage))
@@ -225,6 +251,7 @@ def calls_cost(calls: QuerySet, *, mode: str | None = None) -> dict[str, Any]:
                 "unknown_usage": u["calls"] - u["known"],
                 **_tokens(u["input"], u["cached"], u["writes"], u["output"], known=u["known"]),
                 "cost": money(cost),
+                "by_mode": _by_mode(judge, u, mode),
             }
         )
     # A judge whose cost is unknown has no say in the total's currency (the total is unknown).
@@ -265,9 +292,10 @@ def _tokens(
 
 
 def costs_of_runs(run_ids: list[int], *, mode: str | None = None) -> dict[int, dict[str, Any]]:
-    """Return {run id: {"calls", "outcome_unknown", "cost", "currency"}} for the runs'
-    billed calls (and, counted apart, their calls sent with outcome unknown), by the same
-    rule as calls_cost (each call at its send mode's prices unless `mode` is given;
+    """Return {run id: {"calls", "outcome_unknown", "unknown_usage", "cost", "currency"}} for
+    the runs' billed calls (and, counted apart, their calls sent with outcome unknown;
+    unknown_usage: the paid calls that reported no usage, left out of the cost, which is
+    then partial, as in calls_cost), by the same rule as calls_cost (each call at its send mode's prices unless `mode` is given;
     cost None when usage or a needed price is unknown, or the run's judges are priced in
     different currencies). Runs with no call paid or sent are left out. Two queries whatever the
     number of runs (the runs list shows a column of it)."""
@@ -307,9 +335,10 @@ def costs_of_runs(run_ids: list[int], *, mode: str | None = None) -> dict[int, d
         currencies.setdefault(run_id, set())
         if cost is not None:  # as in calls_cost: only priced judges name the currency
             currencies[run_id].add(judge.price_currency)
-        entry = out.setdefault(run_id, {"calls": 0, "outcome_unknown": 0})
+        entry = out.setdefault(run_id, {"calls": 0, "outcome_unknown": 0, "unknown_usage": 0})
         entry["calls"] += u["n"]
         entry["outcome_unknown"] += u["unknown"]
+        entry["unknown_usage"] += u["n"] - u["known"]
     for run_id, costs in totals.items():
         same = len(currencies[run_id]) <= 1
         total = sum(costs, Decimal(0)) if None not in costs and same else None

@@ -11,11 +11,15 @@ calls (the JudgeCall ledger rows with usage: their input tokens over the charact
 their prompts, rendered again at the version each call was sent with), else
 DEFAULT_CHARS_PER_TOKEN (4: OpenAI's rule of thumb for English text, "a token is about 4
 characters"). Output tokens: the judge's observed mean per call, else its max_tokens (an
-upper bound). Cached tokens: the judge's observed cached share of input on calls sent at its
-current prompt_version, else predicted from the prompts' layout (predict_cached): how much
-of a prompt a vendor reads from its cache depends on the layout (issue 20 item 7: judge-v2
-puts the part shared by a question's responses first, judge-v1 does not), so calls sent
-with another layout say nothing about it. Prompts are rendered at the judge's own
+upper bound). Cached tokens and cache writes: the judge's observed shares of input on calls
+sent at its current prompt_version (read from the cache; written to it, Anthropic's, priced
+at scoring.costs.CACHE_WRITE_FACTOR), else predicted from the prompts' layout and the calls
+the run keeps in flight (predict_cached): how much of a prompt a vendor reads from its
+cache depends on the layout (issue 20 item 7: judge-v2 puts the part shared by a
+question's responses first, judge-v1 does not), so calls sent with another layout say
+nothing about it; and a vendor makes a prefix readable only once the first request
+carrying it has been answered, so the calls of a question sent together all miss (issue
+30 item 12). Prompts are rendered at the judge's own
 prompt_version, as its backend renders them. Every estimate says which of these it used
 (`basis`).
 """
@@ -38,6 +42,7 @@ from scoring.services.backends import (
     template_of,
 )
 from scoring.services.pairs import audit_needed_pairs, graders_for, rescore_needed_pairs
+from scoring.services.tunables import judge_window
 
 # OpenAI's rule of thumb for English text ("What are tokens and how to count them?"):
 # a token is about 4 characters. Used until a judge has calls with usage to calibrate from.
@@ -56,12 +61,15 @@ class Calibration(NamedTuple):
     """A judge's token ratios: chars_per_token (prompt characters a token), out_per_call
     (output tokens a call), cached_share (fraction 0-1 of input tokens read from the cache,
     as observed at the judge's prompt version; None when no call there says: then the
-    cache is predicted, predict_cached), basis (how they were found, in words)."""
+    cache is predicted, predict_cached), basis (how they were found, in words),
+    write_share (fraction 0-1 of input tokens written to the cache on those calls:
+    Anthropic's cache_creation_input_tokens; 0 for a vendor that reports none)."""
 
     chars_per_token: float
     out_per_call: float
     cached_share: float | None
     basis: str
+    write_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -178,27 +186,41 @@ def _usable_calls(judge: Judge, **filters: Any) -> Any:
     ).order_by("-id")
 
 
-def cached_share(judge: Judge, *, sample: int = CALIBRATION_CALLS) -> tuple[float | None, str]:
-    """Return (the cached share of input, 0-1; its basis in words) observed on the judge's
-    `sample` newest answered calls with usage sent at its current prompt_version, or (None,
-    why there is none) when there is no such call: the share depends on the prompt's layout
-    (see the module docstring), so calls at another version do not count, and the estimate
-    predicts the cache instead (predict_cached). One query."""
+def cached_share(
+    judge: Judge, *, sample: int = CALIBRATION_CALLS
+) -> tuple[float | None, float, str]:
+    """Return (the cached share of input, 0-1; the cache-write share of input, 0-1; their
+    basis in words) observed on the judge's `sample` newest answered calls with usage sent
+    at its current prompt_version, or (None, 0, why there is none) when there is no such
+    call: the shares depend on the prompt's layout (see the module docstring), so calls at
+    another version do not count, and the estimate predicts the cache instead
+    (predict_cached). A call that reports no cache writes (OpenAI) adds 0 writes. One query."""
     rows = list(
         _usable_calls(judge, prompt_version=judge.prompt_version).values_list(
-            "input_tokens", "cached_tokens"
+            "input_tokens", "cached_tokens", "cache_write_tokens"
         )[:sample]
     )
-    tokens_in = sum(i for i, _ in rows)
+    tokens_in = sum(i for i, _, _ in rows)
     if not tokens_in:
-        return None, (
-            f"no call of {judge.judge_id} at prompt version {judge.prompt_version} reported "
-            "usage yet"
+        return (
+            None,
+            0.0,
+            (
+                f"no call of {judge.judge_id} at prompt version {judge.prompt_version} reported "
+                "usage yet"
+            ),
         )
-    share = sum(c or 0 for _, c in rows) / tokens_in
-    return share, (
-        f"cached: {share:.0%} of input, as observed on {len(rows)} call"
-        f"{'s' if len(rows) != 1 else ''} at prompt version {judge.prompt_version}"
+    share = sum(c or 0 for _, c, _ in rows) / tokens_in
+    writes = sum(w or 0 for _, _, w in rows) / tokens_in
+    return (
+        share,
+        writes,
+        (
+            f"cached: {share:.0%} of input"
+            + (f", {writes:.0%} written to the cache at 1.25x the input price" if writes else "")
+            + f", as observed on {len(rows)} call"
+            f"{'s' if len(rows) != 1 else ''} at prompt version {judge.prompt_version}"
+        ),
     )
 
 
@@ -230,7 +252,7 @@ def calibrate(judge: Judge, *, scale: list, sample: int = CALIBRATION_CALLS) -> 
         if key not in memo:
             memo[key] = prompt_chars(entry, response, scale, template_of(version))
         chars, tokens_in, out, n = chars + memo[key], tokens_in + i, out + o, n + 1
-    share, cached_basis = cached_share(judge, sample=sample)
+    share, writes, cached_basis = cached_share(judge, sample=sample)
     if n and tokens_in:
         ratio, per_call = chars / tokens_in, out / n
         return Calibration(
@@ -240,6 +262,7 @@ def calibrate(judge: Judge, *, scale: list, sample: int = CALIBRATION_CALLS) -> 
             f"input: {ratio:.2f} characters a token and output: {per_call:.1f} tokens a call, "
             f"observed on {n} call{'s' if n != 1 else ''} of {judge.judge_id} with usage"
             + (f"; {cached_basis}" if share is not None else ""),
+            writes,
         )
     max_tokens = judge_backend_config(judge).get("max_tokens") or _default_max_tokens()
     return Calibration(
@@ -249,6 +272,7 @@ def calibrate(judge: Judge, *, scale: list, sample: int = CALIBRATION_CALLS) -> 
         f"input: {DEFAULT_CHARS_PER_TOKEN:g} characters a token (default: no call of "
         f"{judge.judge_id} reported usage yet); output: {max_tokens} tokens a call (its "
         f"max_tokens, an upper bound)" + (f"; {cached_basis}" if share is not None else ""),
+        writes,
     )
 
 
@@ -276,29 +300,38 @@ def predict_cached(
     judge: Judge, groups: dict[Any, Sequence[int]], chars_per_token: float
 ) -> CachePrediction:
     """Return the cache a run's calls of `judge` should hit, predicted from the prompts'
-    layout, for a judge with no call at its prompt version to observe it on.
+    layout and the calls the run keeps in flight, for a judge with no call at its prompt
+    version to observe it on.
 
     groups: {key entry pk: (pairs of this judge on it, its prompts' shared prefix in
     characters)}. A run sends a question's pairs one after another (question-major,
-    scoring.services.pairs), so the first call of a group writes the prefix to the cache
-    and the other n - 1 read it, provided the prefix reaches the vendor's minimum
-    (cache_min_tokens): cached = sum of (n - 1) x prefix tokens over the groups whose
-    prefix tokens (prefix characters / chars_per_token) >= the minimum, else 0; writes =
-    the prefix tokens once a cached group for an anthropic judge. The reference backend
-    caches nothing. Raises JudgeConfigError for a bad cache_min_tokens.
+    scoring.services.pairs), `w` of the judge's calls in flight at once
+    (tunables.judge_window over its pairs in the run: its `concurrency`, 8 unset). A vendor
+    makes a prefix readable from its cache only once the first request carrying it has
+    been answered (Anthropic's prompt-caching guide advises waiting for the first response
+    before sending requests meant to hit the cache; issue 30 item 12 measured 7.8 % more
+    cost than a prediction without it, 8 calls in flight), so the first min(n, w) calls of a group of n go out
+    before any of them is answered and all miss; the later ones read the prefix. Provided
+    the prefix reaches the vendor's minimum (cache_min_tokens): cached = sum of
+    (n - min(n, w)) x prefix tokens over the groups whose prefix tokens (prefix characters
+    / chars_per_token) >= the minimum, else 0; writes (an anthropic judge: each missing
+    call writes the marked prefix) = sum of min(n, w) x prefix tokens over those groups.
+    The reference backend caches nothing. Raises JudgeConfigError for a bad
+    cache_min_tokens.
     """
     minimum = cache_min_tokens(judge)
     why = f"no call of {judge.judge_id} at prompt version {judge.prompt_version} reported usage"
     if minimum is None:
         return CachePrediction(0, 0, f"cached: none (the reference backend caches nothing; {why})")
+    window = judge_window(judge, sum(n for n, _ in groups.values()))
     cached = writes = 0.0
     reached = 0
     for n, prefix_chars in groups.values():
         prefix_tokens = prefix_chars / chars_per_token
         if prefix_chars and prefix_tokens >= minimum:
             reached += 1
-            cached += (n - 1) * prefix_tokens
-            writes += prefix_tokens
+            cached += (n - min(n, window)) * prefix_tokens
+            writes += min(n, window) * prefix_tokens
     if judge.backend != "anthropic":
         writes = 0.0
     wrote = f", {round(writes):,} written at 1.25x the input price" if writes else ""
@@ -307,8 +340,8 @@ def predict_cached(
         round(writes),
         f"cached: {round(cached):,} tokens predicted from the prompts' layout ({reached} of "
         f"{len(groups)} questions have a shared prefix of at least the cache minimum, "
-        f"{minimum:,} tokens; the first call of a question writes it, the others read "
-        f"it{wrote}; {why} yet)",
+        f"{minimum:,} tokens; with {window} call{'s' if window != 1 else ''} in flight the "
+        f"first {window} of a question miss and the others read it{wrote}; {why} yet)",
     )
 
 
@@ -322,9 +355,11 @@ def estimate_pairs(
     an audit), the rows a chunk or a run holds), sorted by judge id.
 
     tokens_in = ceil(sum of the rendered prompts' characters / chars_per_token);
-    tokens_cached = round(tokens_in x cached_share) when the share was observed at the
-    judge's prompt version, else predicted from the prompts' shared prefixes
-    (predict_cached, with its cache writes priced); tokens_out = ceil(pairs x out_per_call).
+    tokens_cached = round(tokens_in x cached_share) and cache writes = round(tokens_in x
+    write_share) when the shares were observed at the judge's prompt version, else both
+    predicted from the prompts' shared prefixes and the calls in flight (predict_cached);
+    cache writes are priced by tokens_cost (1.25x the input price) and not listed apart;
+    tokens_out = ceil(pairs x out_per_call).
     Each prompt is rendered at its judge's prompt_version (template_of); one shared by
     several judges at the same version is rendered once. `calibrations` ({judge pk:
     Calibration}) is filled with the ones computed (calibrate) and reused when given.
@@ -359,7 +394,8 @@ def estimate_pairs(
             cached, writes = predicted.cached, predicted.writes
             basis = f"{basis}; {predicted.basis}"
         else:
-            cached, writes = round(tokens_in * cal.cached_share), 0
+            cached = round(tokens_in * cal.cached_share)
+            writes = round(tokens_in * cal.write_share)
         cached = min(tokens_in, cached)
         tokens = {
             "input_tokens": tokens_in,

@@ -21,7 +21,16 @@ from scoring.runs_views import runs_queryset
 class LedgerSerializer(serializers.Serializer):
     calls = serializers.IntegerField()
     ok = serializers.IntegerField()
-    retries = serializers.IntegerField()
+    retries = serializers.IntegerField(
+        help_text="Live calls that found the judge unavailable and were asked again."
+    )
+    batch_no_reply = serializers.IntegerField(
+        help_text="Requests a vendor batch brought no reply for (expired, cancelled, errored, "
+        "or the batch failed): not billed."
+    )
+    batch_not_sent_again = serializers.IntegerField(
+        help_text="Of batch_no_reply, those not sent again because the run was cancelled."
+    )
     failed = serializers.IntegerField()
     in_flight_at_kill = serializers.IntegerField()
     in_flight = serializers.IntegerField()

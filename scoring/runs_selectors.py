@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from questions.models import KeyEdition
@@ -55,6 +55,12 @@ def ledger_summary(run: ScoringRun) -> dict[str, int]:
     """Return the run's judge-call ledger: calls sent, answered, retried, failed, lost,
     started, and paid twice (by this run, and by its edition's runs).
 
+    `retries` are live calls that found the judge unavailable (asked again);
+    `batch_no_reply` the requests a vendor batch brought no reply for (expired, cancelled,
+    errored, or the batch failed: not billed), of which `batch_not_sent_again` were not
+    sent again because their run was cancelled (scoring.services.batch_mode
+    NOT_SENT_AGAIN); `modes`: how the run's calls were sent ("batch", "live").
+
     `in_flight_at_kill` (outcome "lost") are calls in flight when a worker was killed: sent,
     outcome unknown (not counted as paid: scoring.costs.UNKNOWN_OUTCOMES), no grade kept,
     called again. `paid_twice` counts this run's answered calls whose
@@ -64,16 +70,31 @@ def ledger_summary(run: ScoringRun) -> dict[str, int]:
     (edition_paid_twice). `repeated` counts this run's calls for pairs whose earlier call
     (of any run) was lost at a kill: each pair is asked again once per loss.
     """
-    counts = dict(
+    from scoring.services.batch_mode import NOT_SENT_AGAIN
+
+    rows = list(
         JudgeCall.objects.filter(run=run)
-        .values_list("outcome")
-        .annotate(n=Count("id"))
-        .values_list("outcome", "n")
+        .values("outcome", "mode")
+        .annotate(
+            n=Count("id"),
+            dropped=Count("id", filter=Q(detail__endswith=NOT_SENT_AGAIN)),
+        )
+        .order_by()
     )
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + r["n"]
+    retry = [r for r in rows if r["outcome"] == JudgeCall.Outcome.RETRY]
+    live_retries = sum(r["n"] for r in retry if r["mode"] != ScoringRun.Mode.BATCH)
+    no_reply = sum(r["n"] for r in retry if r["mode"] == ScoringRun.Mode.BATCH)
+    dropped = sum(r["dropped"] for r in retry if r["mode"] == ScoringRun.Mode.BATCH)
     return {
         "calls": sum(counts.values()),
         "ok": counts.get(JudgeCall.Outcome.OK, 0),
-        "retries": counts.get(JudgeCall.Outcome.RETRY, 0),
+        "retries": live_retries,
+        "batch_no_reply": no_reply,
+        "batch_not_sent_again": dropped,
+        "modes": sorted({r["mode"] for r in rows}),
         "failed": counts.get(JudgeCall.Outcome.FAILED, 0),
         "in_flight_at_kill": counts.get(JudgeCall.Outcome.LOST, 0),
         "in_flight": counts.get(JudgeCall.Outcome.STARTED, 0),

@@ -72,6 +72,16 @@ def _decorate(run: ScoringRun) -> ScoringRun:
     return run
 
 
+def _with_finish(run: ScoringRun) -> ScoringRun:
+    """Add `finish` to a run stopped at its budget: what finishing it would cost and the
+    caps that would finish it, as written at the stop (scoring.budget.last_finish_offer;
+    None otherwise)."""
+    from scoring.budget import last_finish_offer
+
+    run.finish = last_finish_offer(run) if run.is_stopped else None
+    return run
+
+
 @require_GET
 def runs(request: HttpRequest) -> HttpResponse:
     """List recent runs (live progress) and the editions an admin can re-score or audit."""
@@ -173,7 +183,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """Show one run: progress, counters, ledger summary and its failed pairs. Editors see it
     read-only (no Resume or Cancel, no link to the admin's list of runs)."""
     _require_viewer(request)
-    run = _decorate(get_object_or_404(runs_queryset(), pk=pk))
+    run = _with_finish(_decorate(get_object_or_404(runs_queryset(), pk=pk)))
     if wants_fragment(request):
         return vary_on_htmx(render(request, "scoring/runs_progress.html", {"run": run}))
     failed = (
@@ -205,7 +215,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Return the progress fragment of one run (polled by htmx while the run is active)."""
     _require_viewer(request)
-    run = _decorate(get_object_or_404(runs_queryset(), pk=pk))
+    run = _with_finish(_decorate(get_object_or_404(runs_queryset(), pk=pk)))
     # The run page asks for its Resume/Cancel buttons too, so they go when the run ends
     # (an admin's only: an editor watches).
     show_actions = request.GET.get("actions") == "1" and can_manage_runs(request.user)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from datetime import timedelta
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -37,7 +38,7 @@ from django.utils import timezone
 
 from scoring import services
 from scoring.budget import RunBudget
-from scoring.models import PairLease, RunItem, ScoringRun
+from scoring.models import Judge, PairLease, RunItem, ScoringRun
 from scoring.services.heartbeat import report_run
 from scoring.services.tunables import max_chunk_retries, retry_base_seconds
 
@@ -168,7 +169,12 @@ def _settle_eagerly(
     Celery's eager retry raises instead of re-sending, and there is no countdown, so the
     retry cap is applied here in a loop that sleeps judge_backoff(retries) (capped at
     EAGER_BACKOFF_CAP_SECONDS) between rounds: a judge answering 529 is not asked again
-    back to back. Leased pairs are left pending.
+    back to back. The run's retries are bounded in time too (issue 30 item 15): once
+    SNAGLIST_EAGER_RETRY_SECONDS have gone by since its first wait (the waits and the
+    rounds; over all its chunks), a last wait is cut to what is left and the next round is
+    the final one, its unavailable pairs failed. Each wait is logged (a warning: on the
+    console of `rescore --wait`) with the judges waited for, why and until when. Leased
+    pairs are left pending.
     """
     from django.db import connection
 
@@ -177,8 +183,9 @@ def _settle_eagerly(
     # The heartbeat renews this process's pair leases from a thread of its own: not inside
     # the caller's transaction (the thread could not see its rows) nor on SQLite (one writer).
     threaded = connection.vendor != "sqlite" and not connection.in_atomic_block
+    out_of_time = False
     while again:
-        final = retries >= max_chunk_retries()
+        final = out_of_time or retries >= max_chunk_retries()
         with services.RunHeartbeat(run.pk, threaded=threaded):
             outcome = services.settle_chunk(
                 run=run, pairs=again, final_attempt=final, budget=RunBudget(run), live=live
@@ -194,10 +201,61 @@ def _settle_eagerly(
         if outcome.stopped:
             break
         if outcome.unavailable:  # back off, as a worker's retry countdown would
-            eager_sleep(judge_backoff(retries, cap=EAGER_BACKOFF_CAP_SECONDS))
+            wait, out_of_time = _eager_wait(run, outcome.unavailable, retries)
+            eager_sleep(wait)
         again, retries = outcome.unavailable, retries + 1
     services.scoring_run_finish(run=run)
     return settled
+
+
+# {(run id, its creation time): (time.monotonic() of its first eager wait, seconds waited
+# since)}: the clock of SNAGLIST_EAGER_RETRY_SECONDS, one per run over its chunks (eager:
+# all in this process); the creation time keeps a reused id (a test database) apart.
+_EAGER_RETRY_CLOCKS: dict[tuple, tuple[float, float]] = {}
+
+
+def _eager_wait(run: ScoringRun, unavailable: list, retries: int) -> tuple[float, bool]:
+    """Return (seconds to wait before the next round, whether that round is the last one
+    the run's SNAGLIST_EAGER_RETRY_SECONDS allow) and log what the wait is for: the
+    judges, their latest reason (the ledger's "retry" rows), the retry and when the pairs
+    are given up. Time used = the larger of the seconds since the run's first wait and
+    the seconds waited (eager_sleep may be replaced, as the tests do)."""
+    from scoring.models import JudgeCall
+    from scoring.services.tunables import eager_retry_seconds
+
+    now = time.monotonic()
+    clock = (run.pk, run.created_at)
+    started, waited = _EAGER_RETRY_CLOCKS.get(clock, (now, 0.0))
+    left = max(0.0, eager_retry_seconds() - max(now - started, waited))
+    wait = min(judge_backoff(retries, cap=EAGER_BACKOFF_CAP_SECONDS), left)
+    last = wait >= left or retries + 1 >= max_chunk_retries()
+    _EAGER_RETRY_CLOCKS[clock] = (started, waited + wait)
+    judges = dict(
+        Judge.objects.filter(pk__in={p[1] for p in unavailable}).values_list("pk", "judge_id")
+    )
+    reason = (
+        JudgeCall.objects.filter(run=run, outcome=JudgeCall.Outcome.RETRY)
+        .order_by("-id")
+        .values_list("detail", flat=True)
+        .first()
+    )
+    until = timezone.localtime() + timedelta(seconds=wait)
+    logger.warning(
+        "run %s: waiting %.0f s for judge %s (unavailable: %s) before asking its %d pair(s) "
+        "again at %s; %s",
+        run.pk,
+        wait,
+        ", ".join(sorted(judges.values())),
+        (reason or "no reason given")[:200],
+        len(unavailable),
+        f"{until:%H:%M:%S}",
+        "that is the last try: pairs still unavailable then fail (SNAGLIST_EAGER_RETRY_SECONDS "
+        f"{eager_retry_seconds():g} s or SNAGLIST_RESCORE_MAX_RETRIES {max_chunk_retries()})"
+        if last
+        else f"retry {retries + 1} of at most {max_chunk_retries()}, within "
+        f"{eager_retry_seconds():g} s in all (SNAGLIST_EAGER_RETRY_SECONDS)",
+    )
+    return wait, wait >= left
 
 
 # In eager mode the caller (a command, a web request) waits out the backoff itself.

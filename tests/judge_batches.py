@@ -37,11 +37,15 @@ class BatchPlan:
     `expire_after` (None: all ran) requests ran before the rest expired; once cancelled
     (before it ended), it ends at the next look with its first `ran_before_cancel`
     requests run and the rest cancelled (OpenAI: status "cancelled", error lines with code
-    "batch_cancelled"; Anthropic: results of type "canceled")."""
+    "batch_cancelled"; Anthropic: results of type "canceled"). `fail` (OpenAI only): the
+    batch fails its validation, as OpenAI fails a batch whose input file is bad: status
+    "failed", no request run, no output or error file, and `errors.data` carrying the
+    vendor's reason (code "invalid_request", this message)."""
 
     polls: int = 0
     expire_after: int | None = None
     ran_before_cancel: int = 0
+    fail: str = ""
 
 
 @dataclass
@@ -132,6 +136,8 @@ class BatchEndpoints:
         return 404, {"error": {"message": f"no batch {rest}", "type": "invalid_request_error"}}, {}
 
     def _openai_batch(self, b: _Batch) -> dict[str, Any]:
+        if b.plan.fail:
+            return self._openai_failed(b)
         ran = self._ran(b)
         expired = b.ended and len(ran) < len(b.outcomes)
         if b.ended and b.output_file_id is None:
@@ -190,6 +196,23 @@ class BatchEndpoints:
             "request_counts": {"total": len(b.outcomes),
                                "completed": len(ran) - failed if b.ended else 0,
                                "failed": (len(b.outcomes) - len(ran) + failed) if b.ended else 0},
+            "metadata": b.metadata,
+        }  # fmt: skip
+
+    def _openai_failed(self, b: _Batch) -> dict[str, Any]:
+        """An OpenAI batch that failed its validation (BatchPlan.fail): no request ran."""
+        return {
+            "id": b.batch_id, "object": "batch", "endpoint": "/v1/chat/completions",
+            "errors": {"object": "list", "data": [
+                {"code": "invalid_request", "message": b.plan.fail, "line": 1, "param": None}
+            ]},
+            "input_file_id": b.input_file_id, "completion_window": "24h",
+            "status": "failed" if b.ended else "validating", "output_file_id": None,
+            "error_file_id": None, "created_at": int(b.created), "in_progress_at": None,
+            "expires_at": int(b.created) + 86400, "finalizing_at": None, "completed_at": None,
+            "failed_at": int(time.time()) if b.ended else None, "expired_at": None,
+            "cancelling_at": None, "cancelled_at": None,
+            "request_counts": {"total": len(b.outcomes), "completed": 0, "failed": 0},
             "metadata": b.metadata,
         }  # fmt: skip
 

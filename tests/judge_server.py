@@ -21,9 +21,10 @@ Anthropic caches the text blocks up to and including the last one marked cache_c
 when they hold at least `cache_min_tokens`: cache_creation_input_tokens the first time,
 cache_read_input_tokens after (input_tokens is then the rest, as Anthropic reports it).
 A test lowers `server.cache_min_tokens`; `server.prefix_cache.ready` says when a
-prefix becomes readable: "arrival" (default: as soon as a request carrying it arrived) or
-"reply" (once that request's reply is written, as the vendors do: a cache entry is
-readable only after the first response begins, so calls sent together all miss).
+prefix becomes readable: "reply" (default, as the vendors do: once the reply of a request
+carrying it is written; calls sent together before that all miss, and each Anthropic one
+writes the prefix) or "arrival" (as soon as a request carrying it arrived; issue 30 item
+12: the estimate was built on it and a run with 8 calls in flight cost 7.8 % more).
 The batch endpoints of both vendors (files, batches; message batches) are in
 tests.judge_batches: a batch's requests take scripted behaviours as live calls do, and
 `server.plan_batches(BatchPlan(polls=2, expire_after=3), ...)` scripts batch-level states.
@@ -164,7 +165,7 @@ class PrefixCache:
     docstring); thread-safe. Keys are sha256 digests of (vendor, model, prefix tokens);
     nothing expires (the vendors keep an entry ~5 minutes after its last use)."""
 
-    def __init__(self, min_tokens: int = 1024, step: int = 128, ready: str = "arrival") -> None:
+    def __init__(self, min_tokens: int = 1024, step: int = 128, ready: str = "reply") -> None:
         self.min_tokens, self.step, self.ready = min_tokens, step, ready
         self._seen: set[bytes] = set()
         self._lock = threading.Lock()

@@ -396,9 +396,13 @@ def test_each_call_is_priced_at_the_prices_of_the_way_it_was_sent(data):
     summary = calls_cost(JudgeCall.objects.filter(run=run))
     assert summary["cost"] == "3.150000"
     assert summary["judges"][0]["calls"] == 2
+    # split by the way the calls were sent (issue 30 item 14), each at its own prices
+    split = {m["mode"]: (m["calls"], m["cost"]) for m in summary["judges"][0]["by_mode"]}
+    assert split == {"batch": (1, "1.050000"), "live": (1, "2.100000")}
     assert costs_of_runs([run.pk])[run.pk] == {
         "calls": 2,
         "outcome_unknown": 0,
+        "unknown_usage": 0,
         "cost": "3.150000",
         "currency": "USD",
     }

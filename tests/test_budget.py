@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from datetime import timedelta
 from decimal import Decimal
 
@@ -19,7 +20,7 @@ from django.utils import timezone
 import tests.judge_server as loopback
 from core.models import AuditLogEntry
 from scoring import runs_selectors, services
-from scoring.budget import BudgetError, parse_budget
+from scoring.budget import BudgetError, last_finish_offer, over_budget, parse_budget
 from scoring.estimate import estimate_run
 from scoring.models import Grade, Judge, JudgeCall, RunItem, ScoringRun
 from tests.judge_server import JudgeServer, ok
@@ -259,12 +260,44 @@ def test_chunks_admitted_together_cannot_pass_the_cap_between_them():
         enqueue=False,
     )
     a, b = RunBudget(run), RunBudget(run)
-    assert a.admit(first)
+    assert a.admit(first) == first
     run.refresh_from_db()
     assert run.budget_reserved_tokens == tokens[0]
-    assert not b.admit(second)  # spent 0 + reserved + its own > cap
+    # spent 0 + reserved + its own > cap: the second chunk is cut to what is left (its
+    # first pair: one pair's tokens are under half of the chunk's), and the run goes on
+    # until that pair is settled (issue 30 item 13)
+    one = probe.estimate(second[:1])
+    assert tokens[0] + one.tokens_in + one.tokens_out <= tokens[0] + tokens[1] - 1
+    assert b.admit(second) == second[:1]
     run.refresh_from_db()
-    assert run.status == "stopped" and f"({tokens[0]:,} more on their way)" in run.error
+    assert run.status == "pending"
+    assert run.budget_reserved_tokens == tokens[0] + one.tokens_in + one.tokens_out
+    run = ScoringRun.objects.select_related("benchmark").get(pk=run.pk)
+    assert f"({run.budget_reserved_tokens:,} held for calls in flight, part of them spent" in (
+        over_budget(run, probe.estimate(second))
+    )
+    b.release()  # its pair settled: the run stops, saying what finishing would take
+    run.refresh_from_db()
+    assert run.status == "stopped"
+    # (b's pair spent nothing here - no call was made - so the rest would fit now: the note
+    # says why the run stopped all the same)
+    assert "the chunk was cut to what was left of the budget; its other 1 call was not sent" in (
+        run.error
+    )
+    left = probe.estimate(rows)  # nothing was spent: every pair is still pending
+    need = left.tokens_in + left.tokens_out
+    offer = math.ceil(need * 1.05)
+    assert (
+        f"to finish: 4 pairs left, a cost unknown (a judge has no live price) ({need:,} tokens)"
+        f" more; resume with a token cap of {offer:,} (the estimate plus 5%)" in run.error
+    )
+    assert last_finish_offer(run) == {
+        "pairs": 4,
+        "cost": None,
+        "tokens": need,
+        "cap_cost": None,
+        "cap_tokens": offer,
+    }
     a.release()
     run.refresh_from_db()
     assert run.budget_reserved_tokens == 0
@@ -305,3 +338,49 @@ def test_spent_counts_the_ledger_and_never_prices_cached_tokens_as_free():
     # j1: 1,000 input (the 400 cached at the input price: no cached price) x 2.50 + 100 x
     # 10.00 per million = 0.0025 + 0.001; j2 has no price: nothing to add
     assert now.cost == Decimal("0.0035")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chunk_near_the_cap_is_cut_to_what_is_left_and_the_offered_cap_finishes(
+    judge_server, monkeypatch, settings, admin_client
+):
+    """Issue 30 item 13: one chunk of 12 pairs and a cost cap at half the estimate: the
+    chunk is cut to the pairs that fit, so the run stops within a pair's cost of its cap
+    (it stopped a whole chunk below it); the note says what finishing costs and the cap
+    that finishes it, the run page fills that cap in, and resuming with it finishes."""
+    settings.SNAGLIST_RESCORE_CHUNK = 500
+    monkeypatch.setenv(KEY_ENV, "sk-budget-test-not-a-secret")
+    data = build_benchmark(n_questions=4, n_models=3, grade_original=False, with_auditors=False)
+    judge = data.judges[0]
+    _point_at(judge, judge_server)
+    Judge.objects.filter(pk=judge.pk).update(**PRICES)
+    judge.refresh_from_db()
+    judge_server.default = ok(GRADE_1)
+    whole = estimate_run(edition=data.original, judges=[judge])
+    assert whole.needed == 12
+    cap = (whole.cost_live / 2).quantize(Decimal("0.000001"))
+    run = services.scoring_run_create(edition=data.original, judges=[judge], budget_cost=cap)
+    run.refresh_from_db()
+    assert run.status == "stopped" and 0 < run.graded < 12
+    _assert_nothing_half_recorded(run)
+    spent = Decimal(runs_selectors.run_costs(run)["run"]["cost"])
+    per_pair = whole.cost_live / 12
+    assert spent <= cap and cap - spent < 2 * per_pair  # a pair or so short, not a chunk
+    offer = last_finish_offer(run)
+    assert offer["pairs"] == 12 - run.graded
+    cap_offered = Decimal(offer["cap_cost"])
+    # spend + the estimate of what is left + 5 %, rounded up (4 places below 1)
+    assert cap_offered == (spent + Decimal(offer["cost"]) * Decimal("1.05")).quantize(
+        Decimal("0.0001"), rounding="ROUND_UP"
+    )
+    assert f"{spent.quantize(Decimal('0.000001'))} GBP spent of the {cap} GBP cap" in run.error
+    assert f"the next {12 - run.graded} calls cost about" in run.error
+    assert f"resume with a cost cap of {offer['cap_cost']} GBP" in run.error
+    assert "more on their way" not in run.error
+    page = admin_client.get(reverse("scoring:run-detail", args=[run.pk])).content.decode()
+    assert f'name="budget_cost" size="8" value="{offer["cap_cost"]}"' in page
+    assert f"a cost cap of {offer['cap_cost']} GBP (the estimate plus 5%, filled in below)" in page
+    services.scoring_run_resume(run=run, budget_cost=offer["cap_cost"])
+    run.refresh_from_db()
+    assert (run.status, run.graded) == ("complete", 12)
+    assert len(judge_server.requests) == 12

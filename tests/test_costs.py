@@ -140,6 +140,7 @@ def test_cost_per_judge_and_in_total(ledger):
         "cache_write_tokens": 0,
         "output_tokens": 100,
         "cost": "0.008500",
+        "by_mode": [],  # every call sent live: no split
     }
     # the lost call is sent, outcome unknown: not a paid call (issue 26 item 3)
     assert (j2["calls"], j2["outcome_unknown"], j2["unknown_usage"]) == (1, 1, 0)

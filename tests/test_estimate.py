@@ -209,11 +209,12 @@ def _as_vendor_judge(judge, backend: str = "openai", **settings) -> None:
 
 
 def test_with_no_call_at_its_version_the_cache_is_predicted_from_the_shared_prefix(tiny):
-    """2 questions x 2 responses: a run sends each question's two prompts one after the
-    other, the first writes the shared prefix to the cache, the second reads it: cached =
-    (2 - 1) x prefix tokens a question when the prefix reaches the cache minimum."""
+    """2 questions x 2 responses, one call in flight (concurrency 1): a run sends each
+    question's two prompts one after the other, the first writes the shared prefix to the
+    cache, the second (sent once the first is answered) reads it: cached = (2 - 1) x prefix
+    tokens a question when the prefix reaches the cache minimum."""
     j1 = tiny.judges[0]
-    _as_vendor_judge(j1, cache_min_tokens=50)
+    _as_vendor_judge(j1, cache_min_tokens=50, concurrency=1)
     (row,) = estimate_run(edition=tiny.original, judges=[j1]).judges
     firsts = {r.question_id: r for r in tiny.responses}.values()  # one response a question
     prefix_tokens = [_prompt_chars_by_hand(r, "judge-v2", prefix=True) / 4 for r in firsts]
@@ -230,13 +231,65 @@ def test_with_no_call_at_its_version_the_cache_is_predicted_from_the_shared_pref
     assert row.cost_live == live
     assert "predicted from the prompts' layout (2 of 2 questions" in row.basis
     assert "cache minimum, 50 tokens" in row.basis
+    assert "with 1 call in flight the first 1 of a question miss" in row.basis
     # Anthropic bills the first call's write at 1.25x the input price
-    _as_vendor_judge(j1, backend="anthropic", cache_min_tokens=50)
+    _as_vendor_judge(j1, backend="anthropic", cache_min_tokens=50, concurrency=1)
     (anthropic,) = estimate_run(edition=tiny.original, judges=[j1]).judges
     writes = round(sum(prefix_tokens))  # one write a question
     assert anthropic.tokens_cached == row.tokens_cached
     assert anthropic.cost_live == live + Decimal(writes) * Decimal("2.50") * Decimal("0.25") / 10**6
     assert f"{writes:,} written at 1.25x the input price" in anthropic.basis
+
+
+def test_calls_sent_together_all_miss_the_cache_and_each_writes_it(tiny):
+    """The vendors' timing (issue 30 item 12): a prefix is readable only once the first
+    request carrying it is answered. With the default 8 calls in flight a question's 2
+    calls go out together: neither reads, and for Anthropic both write the prefix."""
+    j1 = tiny.judges[0]
+    _as_vendor_judge(j1, backend="anthropic", cache_min_tokens=50)  # concurrency unset: 8
+    (row,) = estimate_run(edition=tiny.original, judges=[j1]).judges
+    firsts = {r.question_id: r for r in tiny.responses}.values()
+    prefix_tokens = [_prompt_chars_by_hand(r, "judge-v2", prefix=True) / 4 for r in firsts]
+    writes = round(2 * sum(prefix_tokens))  # both calls of each question write
+    assert row.tokens_cached == 0
+    by_hand = (
+        Decimal(row.tokens_in - writes) * Decimal("2.50")
+        + Decimal(writes) * Decimal("2.50") * Decimal("1.25")
+        + Decimal(4 * 200) * 10
+    ) / 10**6
+    assert row.cost_live == by_hand
+    assert "with 4 calls in flight the first 4 of a question miss" in row.basis
+
+
+def test_observed_cache_writes_are_counted_and_priced_at_one_and_a_quarter(tiny):
+    """A calibrated estimate keeps the cache writes it observed (issue 30 item 12: it
+    counted none once a cached share was observed, so it ran low for Anthropic)."""
+    j1 = tiny.judges[0]
+    _as_vendor_judge(j1, backend="anthropic", cache_min_tokens=50)
+    r0 = tiny.responses[0]
+    JudgeCall.objects.create(
+        run=ScoringRun.objects.create(benchmark=tiny.benchmark, edition=tiny.original),
+        judge=j1,
+        response=r0,
+        key_entry=r0.question.key_entries.get(),
+        prompt_version="judge-v2",
+        outcome="ok",
+        input_tokens=1000,
+        cached_tokens=500,
+        cache_write_tokens=250,
+        output_tokens=30,
+    )
+    (row,) = estimate_run(edition=tiny.original, judges=[j1]).judges
+    cached, writes = round(row.tokens_in * 0.5), round(row.tokens_in * 0.25)
+    assert row.tokens_cached == cached
+    by_hand = (
+        Decimal(row.tokens_in - cached - writes) * Decimal("2.50")
+        + Decimal(writes) * Decimal("2.50") * Decimal("1.25")
+        + Decimal(cached) * Decimal("1.25")
+        + Decimal(4 * 30) * 10
+    ) / 10**6
+    assert row.cost_live == by_hand
+    assert "cached: 50% of input, 25% written to the cache at 1.25x the input price" in row.basis
 
 
 def test_a_prefix_below_the_cache_minimum_predicts_nothing_cached(tiny):

@@ -192,7 +192,7 @@ def test_a_prefix_under_the_minimum_is_not_cached_and_raises_nothing(
 
 
 def test_anthropic_caches_only_the_same_model_and_marked_prefix():
-    cache = loopback.PrefixCache(min_tokens=1)
+    cache = loopback.PrefixCache(min_tokens=1, ready="arrival")
     marked = {"type": "text", "text": "shared words here", "cache_control": {"type": "ephemeral"}}
 
     def request(model, first):
@@ -203,8 +203,10 @@ def test_anthropic_caches_only_the_same_model_and_marked_prefix():
     assert cache.lookup("anthropic", request("b", marked)).write == 3  # another model
     unmarked = {"type": "text", "text": "shared words here"}
     assert cache.lookup("anthropic", request("a", unmarked)) == loopback.CacheLookup()
-    # ready "reply": a prefix is readable only once the reply of its first request is out
-    late = loopback.PrefixCache(min_tokens=1, ready="reply")
+    # ready "reply" (the default, the vendors' timing): a prefix is readable only once the
+    # reply of its first request is out
+    late = loopback.PrefixCache(min_tokens=1)
+    assert late.ready == "reply"
     first = late.lookup("anthropic", request("a", marked))
     assert late.lookup("anthropic", request("a", marked)).write == 3
     late.remember(first)

@@ -59,12 +59,15 @@ def custom_id(tag: str, response_id: int, judge_id: int, key_entry_id: int, vers
 @dataclass(frozen=True)
 class BatchState:
     """A vendor batch as last seen: its id, whether it has ended (results can be read),
-    the vendor's status word, and the vendor's request counts ({name: n})."""
+    the vendor's status word, the vendor's request counts ({name: n}), and error: the
+    vendor's reason for failing the whole batch ("" when it gave none: OpenAI's
+    `errors.data` messages, "code: message" joined by "; ")."""
 
     batch_id: str
     ended: bool
     vendor_status: str
     counts: dict[str, int] = field(default_factory=dict)
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,13 @@ class OpenAIBatchAPI(BatchAPI):
 
     def _state(self, batch: Any) -> BatchState:
         counts = batch.request_counts.model_dump() if batch.request_counts else {}
-        return BatchState(batch.id, batch.status in self.ENDED, batch.status, counts)
+        errors = getattr(getattr(batch, "errors", None), "data", None) or []
+        error = "; ".join(
+            f"{e.code}: {e.message}" if getattr(e, "code", None) else str(e.message)
+            for e in errors
+            if getattr(e, "message", None)
+        )
+        return BatchState(batch.id, batch.status in self.ENDED, batch.status, counts, error)
 
     def results(self, state: BatchState) -> Iterator[BatchResult]:
         batch = self._call(self.client().batches.retrieve, state.batch_id)

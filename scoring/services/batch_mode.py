@@ -74,6 +74,9 @@ from scoring.services.work import CallRef, ChunkOutcome, Finished, PairKey, Work
 logger = logging.getLogger(__name__)
 
 OPEN_BATCH = (JudgeBatch.Status.PREPARING, JudgeBatch.Status.SUBMITTED)
+# The ledger detail's end for a request a cancelled run's batch brought no reply for: given
+# back, not billed, and not sent again (runs_selectors.ledger_summary counts these apart).
+NOT_SENT_AGAIN = "not sent again: its run was cancelled"
 
 
 def batch_holder(batch_pk: int) -> str:
@@ -393,6 +396,10 @@ def _settle(
     """Settle an ended batch in the caller's transaction (step 4): each succeeded result
     through the live path's parser, ledger.finished_pair and a BatchSettler; the others
     given back (_give_back); the batch marked settled with its counts by result kind."""
+    if state.error:  # the vendor failed the whole batch (OpenAI: its validation)
+        _give_back(locked, batch, {}, f"failed at the vendor: {state.error}", report)
+        JudgeBatch.objects.filter(pk=locked.pk).update(vendor_status=state.vendor_status)
+        return
     results = {r.custom_id: r for r in api.results(state)}
     run, judge = batch.run, batch.judge
     items = RunItem.objects.in_bulk([item for item, _ in locked.pairs.values()])
@@ -470,9 +477,7 @@ def _give_back(
                 outcome=JudgeCall.Outcome.RETRY, detail=detail[:2000]
             )
         elif cancelled:  # released, not billed, not asked again: the run was cancelled
-            again.setdefault(f"{detail}; not sent again: its run was cancelled", []).append(
-                (item_id, call_id)
-            )
+            again.setdefault(f"{detail}; {NOT_SENT_AGAIN}", []).append((item_id, call_id))
         elif item.attempts >= BATCH_MAX_ATTEMPTS:
             detail += f"; given up after {item.attempts} attempts"
             settler.add(

@@ -44,8 +44,10 @@ def settle_chunk(
     pairs: [[response id or None, judge id, key entry id], ...] (JSON from the task).
     backends: {judge pk: backend} to use (and fill) instead of scoring.services.backends'
     cache. budget: the run's budget check (scoring.budget.RunBudget) or None: the pairs
-    about to be sent are passed to its admit() first; when it refuses them (it stopped the
-    run) none is sent and outcome.stopped is set; its release() follows their settling.
+    about to be sent are passed to its admit() first, which returns those that fit (all,
+    or the first part of them near the cap: the others stay pending and outcome.stopped is
+    set, as when none fits and the run is stopped at once); its release() follows their
+    settling (and stops a run whose chunk was cut).
     Returns the ChunkOutcome: pairs held by another worker, or whose judge is
     unavailable while retries remain (`final_attempt` False), are returned in `busy` /
     `unavailable` for the task to send again later; a pair naming a missing row is logged
@@ -96,14 +98,22 @@ def settle_chunk(
         return _grade_chunk(
             **kwargs, final_attempt=final_attempt, outcome=outcome, budget=budget, live=live
         )
-    if budget is not None and not budget.admit([w for w in work if w.absent]):
-        outcome.stopped = True
-        return outcome
+    cut = False
+    if budget is not None:
+        absent = [w for w in work if w.absent]
+        admitted = budget.admit(absent)
+        cut = len(admitted) < len(absent)
+        if absent and not admitted:
+            outcome.stopped = True
+            return outcome
+        kept = {id(w) for w in admitted}
+        kwargs["work"] = [w for w in work if not w.absent or id(w) in kept]
     try:
         return audit_with_threads(**kwargs, final_attempt=final_attempt, outcome=outcome)
     finally:
         if budget is not None:
             budget.release()
+        outcome.stopped = outcome.stopped or cut
 
 
 def _grade_chunk(
@@ -124,7 +134,8 @@ def _grade_chunk(
       "started" ledger row per call before it (a pair another run has in flight is left to
       it: returned in outcome.busy, and reused when its grade has landed) and hands the results to a BatchSettler
       (grade, ledger, counters in one transaction per batch), once the run's budget
-      (if any) admitted them all: refused, none is sent (outcome.stopped);
+      (if any) admitted them: near the cap only the first part that fits is sent and
+      outcome.stopped is set (none, when not one fits);
     - on an error the pairs that finished before it are settled, then the error is raised;
     - the cross-run leases of the pairs settled are deleted once, when the chunk ends (one
       DELETE; BatchSettler's defer_leases), on an error too; a pair whose call was still in
@@ -174,14 +185,20 @@ def _grade_pairs(
         )
     if not absent:
         return outcome
-    if budget is not None and not budget.admit(absent):
-        outcome.stopped = True
-        return outcome
+    cut = False
+    if budget is not None:
+        admitted = budget.admit(absent)
+        cut = len(admitted) < len(absent)
+        if not admitted:
+            outcome.stopped = True
+            return outcome
+        absent = admitted
     try:
         return _send(run, absent, judges, backends, final_attempt, outcome, settler)
     finally:
         if budget is not None:
             budget.release()
+        outcome.stopped = outcome.stopped or cut
 
 
 def _send(

@@ -86,6 +86,12 @@ def max_chunk_retries() -> int:
     return int(settings.SNAGLIST_RESCORE_MAX_RETRIES)
 
 
+def eager_retry_seconds() -> float:
+    """Return how long an in-process (eager) run asks again for pairs whose judge is
+    unavailable before they fail, in seconds (SNAGLIST_EAGER_RETRY_SECONDS; 0: one last round at once, then they fail)."""
+    return float(settings.SNAGLIST_EAGER_RETRY_SECONDS)
+
+
 def retry_base_seconds() -> float:
     """Return the first backoff, in seconds, for an unavailable judge
     (SNAGLIST_RESCORE_RETRY_BASE_SECONDS); scoring.tasks doubles it per retry, capped at 600 s."""

@@ -130,4 +130,49 @@
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll('form select[name="mode"]').forEach(syncCaps);
   });
+
+  // Re-score forms with data-estimate="ID": a cap typed below the estimate (the element ID,
+  // the estimate fragment, carries data-cost, data-tokens and data-currency) is warned
+  // about in the form's .cap-warning: the run would stop before it is finished.
+  function number(text) {
+    var value = parseFloat(String(text || "").replace(/[,_\s]/g, ""));
+    return isNaN(value) ? null : value;
+  }
+  function checkCaps(form) {
+    var warning = form.querySelector(".cap-warning");
+    var estimate = document.getElementById(form.dataset.estimate);
+    if (!warning) return;
+    var said = [];
+    if (estimate) {
+      var cost = form.querySelector('input[name="budget_cost"]');
+      var tokens = form.querySelector('input[name="budget_tokens"]');
+      var needCost = number(estimate.dataset.cost);
+      var needTokens = number(estimate.dataset.tokens);
+      var capCost = cost && !cost.disabled ? number(cost.value) : null;
+      var capTokens = tokens && !tokens.disabled ? number(tokens.value) : null;
+      if (capCost !== null && needCost !== null && capCost < needCost) {
+        said.push("the cost cap " + cost.value.trim() + " " + estimate.dataset.currency +
+          " is below the estimated " + needCost.toFixed(needCost < 1 ? 4 : 2) + " " + estimate.dataset.currency);
+      }
+      if (capTokens !== null && needTokens !== null && capTokens < needTokens) {
+        said.push("the token cap " + capTokens.toLocaleString("en-GB") + " is below the estimated " +
+          needTokens.toLocaleString("en-GB") + " tokens");
+      }
+    }
+    warning.hidden = !said.length;
+    warning.textContent = said.length
+      ? "Warning: " + said.join("; ") + ": the run would stop before it is finished (you can resume it with a higher cap)."
+      : "";
+  }
+  document.addEventListener("input", function (event) {
+    var form = event.target.form;
+    if (form && form.dataset.estimate) checkCaps(form);
+  });
+  document.addEventListener("change", function (event) {
+    var form = event.target.form;
+    if (form && form.dataset.estimate) checkCaps(form);
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    document.querySelectorAll("form[data-estimate]").forEach(checkCaps);
+  });
 })();
