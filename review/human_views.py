@@ -63,7 +63,10 @@ def human_index(request: HttpRequest) -> HttpResponse:
 @requires(permissions.can_decide)
 def human_sample_create(request: HttpRequest) -> HttpResponse:
     """Draw a sample (editors): benchmark, size, seed from the form; errors as messages."""
-    benchmark = get_object_or_404(Benchmark, name=request.POST.get("benchmark", ""))
+    benchmark = Benchmark.objects.filter(name=request.POST.get("benchmark", "")).first()
+    if benchmark is None:
+        messages.error(request, "Choose a benchmark to draw the sample from.")
+        return redirect("review:human_index")
     try:
         size = int(request.POST.get("size") or DEFAULT_SIZE)
         seed = int(request.POST.get("seed") or 0)

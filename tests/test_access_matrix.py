@@ -50,6 +50,8 @@ class World:
     erratum_edition: str = "original"
     erratum_question: str = ""
     report_id: int = 0  # a reader's report (issue 22) on the open item
+    human_sample_id: int = 0  # a blind grading sample (issue 31 item 2)
+    human_position: int = 0  # one of its positions
 
 
 def _user(name: str, *groups: str, **flags) -> User:
@@ -106,6 +108,9 @@ def build_world() -> World:
     users["deactivated"].is_active = False
     users["deactivated"].save()
     report = _reader_report(open_item)
+    from scoring.human import human_sample_draw
+
+    human = human_sample_draw(bench, actor=users["editor"], size=4, seed=1)
     return World(
         users=users,
         item_id=open_item.pk,
@@ -119,6 +124,8 @@ def build_world() -> World:
         draft_pk=draft.pk,
         sample_pk=sample_pk,
         report_id=report.pk,
+        human_sample_id=human.pk,
+        human_position=human.items.order_by("position").first().position,
         erratum_question=open_item.question.question_id,
     )
 
@@ -220,6 +227,8 @@ def build_path(route: Route, w: World) -> str | None:
         "edition": w.erratum_edition,
         "question": w.erratum_question or "Q-none",
         "report_id": w.report_id,
+        "sample_id": w.human_sample_id,
+        "position": w.human_position,
     }
 
     def value(match: re.Match) -> str:
@@ -397,6 +406,11 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "api-docs": (page(200, 200, 200), page(405, 405, 405)),  # a page: signed out -> sign in
     # -- review pages
     "review:queue": (ANY_ROLE, NO_POST),
+    # blind human grading (issue 31 item 2): any reviewer grades; editors draw samples
+    "review:human_index": (ANY_ROLE, NO_POST),
+    "review:human_sample_create": (NO_GET, page(403, 302, 302)),  # an empty form: back
+    "review:human_next": (page(302, 302, 302), NO_POST),  # to the next ungraded response
+    "review:human_grade": (ANY_ROLE, page(422, 422, 422)),  # no grade chosen: said, 422
     "review:next": (NO_GET, REVIEWERS),
     "review:item": (ANY_ROLE, NO_POST),
     "review:claim": (NO_GET, REVIEWERS),
