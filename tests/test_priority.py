@@ -145,3 +145,13 @@ def test_a_report_note_is_cut_at_a_word_in_the_queue():
     assert len(note_excerpt(note)) <= 80
     assert note_excerpt("short   note\n here") == "short note here"
     assert note_excerpt("x" * 200) == "x" * 79 + "…"
+
+
+def test_an_unparsed_verdict_is_not_adverse():
+    # rule 4's adverse verdicts are `wrong` and `ungradeable` (scoring.models.ADVERSE_VERDICTS);
+    # an auditor whose reply could not be parsed (verdict None) says nothing against the key.
+    unparsed = {"verdicts": [{"verdict": "wrong"}, {"verdict": None}]}
+    p = evidence_priority([("single_auditor_flag", unparsed)])
+    assert (p.points, p.reasons) == (500, "one auditor adverse")  # 0.5 ban, not 0.7
+    two = {"verdicts": [{"verdict": "wrong"}, {"verdict": "ungradeable"}]}
+    assert evidence_priority([("single_auditor_flag", two)]).points == 700
