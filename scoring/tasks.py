@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from scoring import services
 from scoring.budget import RunBudget
+from scoring.engine.chunking import chunk_bounds
 from scoring.models import PairLease, RunItem, ScoringRun
 from scoring.services.heartbeat import report_run
 from scoring.services.tunables import max_chunk_retries, retry_base_seconds
@@ -76,29 +77,6 @@ def run_start(self, run_id: int) -> None:
     for start, end in chunk_bounds(len(pairs), services.chunk_size()):
         grade_chunk.delay(run_id, pairs[start:end])
     services.scoring_run_finish(run=run)
-
-
-# A run of more than two chunks starts with chunks of 1/4, 2/4 and 3/4 of the chunk size.
-CHUNK_RAMP = 4
-
-
-def chunk_bounds(n: int, size: int) -> list[tuple[int, int]]:
-    """Return [(start, end), ...] slicing n pairs into chunks of `size`.
-
-    A run of more than two chunks begins with chunks of 1/CHUNK_RAMP, 2/CHUNK_RAMP, ...
-    of `size`: worker processes that take the first chunks together then reach their
-    chunk boundaries (where a process drains its calls and loads its next chunk) at
-    different times, so one's dip is covered by the others taking its share of the
-    judges' slots. Measured in bench/README.md ("Judge throughput").
-    """
-    size = max(1, size)
-    sizes = [max(1, size * k // CHUNK_RAMP) for k in range(1, CHUNK_RAMP)] if n > 2 * size else []
-    bounds, start = [], 0
-    while start < n:
-        end = min(n, start + (sizes.pop(0) if sizes else size))
-        bounds.append((start, end))
-        start = end
-    return bounds
 
 
 @shared_task(

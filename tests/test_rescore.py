@@ -577,7 +577,7 @@ def test_rescore_resume_sends_the_remaining_pairs(
 
 def test_chunks_cover_every_pair_once_and_ramp_up_on_long_runs():
     """Long runs start with 1/4, 2/4, 3/4 chunks (staggered worker boundaries), short ones do not."""
-    from scoring.tasks import chunk_bounds
+    from scoring.engine.chunking import chunk_bounds
 
     long_run = chunk_bounds(5000, 1000)
     assert [end - start for start, end in long_run] == [250, 500, 750, 1000, 1000, 1000, 500]

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from questions.errors import DomainError, InvalidTransitionError
 from questions.models import KeyEdition
+from scoring.engine.chunking import chunk_bounds
 from scoring.models import Judge, RescoreRequest, RunItem, ScoringRun
 from scoring.services.ledger import free_dead_leases, free_dead_limiter_slots
 from scoring.services.pairs import (
@@ -205,12 +206,11 @@ def scoring_run_resume(
 
 def first_chunk_work(run: ScoringRun) -> list[Any]:
     """Return the rows (judge, key_entry, response) of the first chunk a resumed run would
-    send: its pending pairs in order, cut as scoring.tasks.chunk_bounds cuts them."""
+    send: its pending pairs in order, cut as scoring.engine.chunking.chunk_bounds cuts them."""
     from types import SimpleNamespace
 
     from questions.models import KeyEntry, Response
     from scoring.services.tunables import chunk_size
-    from scoring.tasks import chunk_bounds
 
     pairs = pending_pairs(run=run)
     if not pairs:
