@@ -8,7 +8,6 @@
   key entry id]) by the run's kind, once the run's budget (scoring.budget) admits the
   chunk's calls (refused: the run stops, "stopped at budget"); the chunk that settles
   the last pair closes the run (DB counters, no chord: we have no result backend).
-- `scoring.refresh_leaderboard(run_id)`: warm the edition's leaderboard after a run.
 - `scoring.rescore_requested(edition_id)`: start a published edition's re-scoring (the
   publish wrote a RescoreRequest; this creates the run). `scoring.sweep_rescore_requests`
   (Celery beat, every minute) sends it again for requests still waiting, e.g. because the
@@ -221,24 +220,6 @@ def _countdown(run_id: int, outcome: services.ChunkOutcome, retries: int) -> flo
         wait = (until - timezone.now()).total_seconds() if until else 0.0
         delays.append(min(BUSY_RECHECK_SECONDS, max(0.5, wait + 0.5)))
     return max(delays)
-
-
-@shared_task(
-    name="scoring.refresh_leaderboard",
-    acks_late=True,
-    autoretry_for=TRANSIENT_DB_ERRORS,
-    retry_backoff=5,
-    max_retries=3,
-    soft_time_limit=600,
-    time_limit=660,
-)
-def refresh_leaderboard(run_id: int) -> None:
-    """Warm the leaderboard cache of a finished run's edition."""
-    run = ScoringRun.objects.select_related("edition__benchmark").filter(pk=run_id).first()
-    if run is None:
-        logger.warning("scoring.refresh_leaderboard: run %s does not exist", run_id)
-        return
-    services.leaderboard_refresh(run=run)
 
 
 @shared_task(

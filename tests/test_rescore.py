@@ -846,3 +846,22 @@ def test_in_process_retries_back_off_exponentially_up_to_a_cap(
     for wait, ceiling in zip(waits, ceilings, strict=True):
         assert ceiling / 2 <= wait <= ceiling, (wait, ceiling)
     assert len(backend.calls) == 6 * 5  # first round + 4 retries, each pair each round
+
+
+def test_a_completed_rescore_sends_the_boards_refresh_by_name(
+    data, fake_backend, django_capture_on_commit_callbacks, monkeypatch
+):
+    # The run machinery names the board's task (it may not import the board above it);
+    # the task keeps its registered name from before it moved, so queued messages resolve.
+    from config.celery import app
+    from scoring import board_tasks
+    from scoring.services.runs import BOARD_REFRESH_TASK
+
+    app.loader.import_default_modules()
+    assert app.tasks[BOARD_REFRESH_TASK].name == "scoring.refresh_leaderboard"
+    assert app.tasks[BOARD_REFRESH_TASK].run.__module__ == board_tasks.__name__
+    warmed: list[int] = []
+    monkeypatch.setattr(board_tasks, "leaderboard_refresh", lambda run: warmed.append(run.pk))
+    corrected = publish_correction(data, question_index=0)
+    run = _run(corrected, data.judges, django_capture_on_commit_callbacks)
+    assert run.status == "complete" and warmed == [run.pk]
