@@ -60,7 +60,7 @@ NAMESPACES = ("review", "scoring", "public")
 NAMES_BARE_FILES = ("tests/test_access_matrix.py",)
 
 # ------------------------------------------------------------------ step "layout" (item 1)
-# Whole packages and modules that move: (old dotted name, new dotted name). Packages first.
+# Whole packages and modules that move: (old dotted name, new dotted name).
 LAYOUT_MOVES: list[tuple[str, str]] = [
     # the pure parts: no Django, nothing of ours (contract pure-packages)
     ("scoring.engine", "engine"),
@@ -77,38 +77,108 @@ LAYOUT_MOVES: list[tuple[str, str]] = [
     ("scoring.runs_selectors", "scoring.runs.selectors"),
     ("scoring.runs_urls", "scoring.runs.urls"),
     ("scoring.runs_permissions", "scoring.runs.permissions"),
-    # the board: leaderboard, report, render, impact, their views and API
+    # the board: leaderboard, report, render, impact, their views, API and task
     ("scoring.board_views", "scoring.board.views"),
     ("scoring.board_urls", "scoring.board.urls"),
+    ("scoring.board_tasks", "scoring.board.tasks"),
     ("scoring.api", "scoring.board.api"),
     ("scoring.report", "scoring.board.report"),
     ("scoring.render", "scoring.board.render"),
     ("scoring.impact", "scoring.board.impact"),
-    ("scoring.spreadsheet", "scoring.board.spreadsheet"),
     ("scoring.judge_diagnostics", "scoring.board.judge_diagnostics"),
 ]
+# What stays at scoring's top, shared by both parts: the models (no data moves), the reads
+# both parts make (selectors, completeness, refs), rule 4 (audit_rule), the CSV writer
+# interchange and public use too (spreadsheet), the app, admin, commands, URLs root.
+LAYOUT_SHARED = {
+    "admin", "apps", "audit_rule", "completeness", "models", "refs", "selectors",
+    "spreadsheet", "urls", "management", "migrations", "runs", "board", "__init__",
+}  # fmt: skip
+# Directories of data files that move with their package (old path, new path).
+LAYOUT_DATA = [("scoring/prompts", "judges/prompt_templates")]
 # New packages get an __init__.py with this docstring.
 LAYOUT_PACKAGES = {
     "scoring/runs": (
         '"""Run machinery: re-scoring and key-audit runs, from the Runs page and API to the\n'
-        "workers (services, tasks), with their budget, costs, estimate and retries.\n"
-        'Above scoring\'s shared reads (scoring.selectors) and models; below scoring.board."""\n'
+        "workers (services, tasks), with their budget, costs, estimate and retries.\n\n"
+        "Below scoring.board (which reads the runs' costs); above scoring's shared reads\n"
+        "(scoring.selectors) and models. Sends the board's refresh task by name.\n"
+        '"""\n'
     ),
     "scoring/board": (
-        '"""The board: leaderboard, methodology report, their rendering, the impact of a\n'
-        "key correction, and their pages, downloads and API. Reads scoring.selectors and\n"
-        'scoring.runs\' costs; nothing of scoring imports it."""\n'
+        '"""The board: leaderboard, methodology report, their rendering, the impact of a key\n'
+        "correction, and their pages, downloads, API and cache-warming task.\n\n"
+        "Reads scoring.selectors and the runs' costs (scoring.runs.costs); nothing else of\n"
+        "scoring imports it but the URLs and commands.\n"
+        '"""\n'
     ),
 }
-# Celery task names stay as registered ("scoring.run_start" ...): every task passes
-# name= explicitly, so a queued task still resolves after its module moved. Autodiscovery
-# looks for `<app>.tasks`, which the move takes away: scoring/tasks.py stays as an import
-# of scoring.runs.tasks (written below), the one shim of this change.
-LAYOUT_TASKS_SHIM = (
-    '"""Celery\'s autodiscovery imports `scoring.tasks`; the tasks live in scoring.runs.tasks\n'
-    '(registered names unchanged: "scoring.run_start", ...)."""\n\n'
-    "from scoring.runs import tasks  # noqa: F401\n"
-)
+# Exact edits beside the renames: (file, old text, new text). Skipped when already made.
+LAYOUT_EDITS = [
+    (
+        "judges/prompts.py",
+        'PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"',
+        'PROMPTS_DIR = Path(__file__).resolve().parent / "prompt_templates"',
+    ),
+    # Celery task names stay as registered ("scoring.run_start", ...: each task passes
+    # name=), so queued messages still resolve; autodiscovery is told the two modules.
+    (
+        "config/celery.py",
+        "# scoring's tasks live in two modules: the runs' (scoring.tasks) and the board's.\n"
+        'app.autodiscover_tasks(["scoring"], related_name="board_tasks")\n',
+        "# scoring's tasks live in its two parts (registered names unchanged: scoring.run_start).\n"
+        'app.autodiscover_tasks(["scoring.runs", "scoring.board"])\n',
+    ),
+    (
+        "Makefile",
+        "APPS := config core questions review scoring public interchange manage.py",
+        "APPS := config core questions review scoring public interchange engine judges manage.py",
+    ),
+    (
+        "pyproject.toml",
+        'root_packages = ["core", "questions", "scoring", "review", "interchange", "public", "config"]',
+        'root_packages = [\n    "core", "questions", "scoring", "review", "interchange", "public", "config", "engine",\n'
+        '    "judges",\n]',
+    ),
+    ("tests/test_architecture_doc.py", "assert len(contracts) == 4", "assert len(contracts) == 5"),
+]
+# The pure-scoring contract's hand-kept list gives way to two names, and scoring's parts
+# get their own layers contract.
+LAYOUT_CONTRACTS = """[[tool.importlinter.contracts]]
+id = "pure-packages"
+name = "engine and judges import no Django and nothing of ours"
+type = "forbidden"
+source_modules = ["engine", "judges"]
+forbidden_modules = [
+    "django",
+    "rest_framework",
+    "celery",
+    "core",
+    "questions",
+    "scoring",
+    "review",
+    "interchange",
+    "public",
+    "config",
+]
+
+[[tool.importlinter.contracts]]
+id = "scoring-parts"
+name = "scoring: the board over the runs over the shared reads and models"
+type = "layers"
+containers = ["scoring"]
+layers = [
+    "urls | admin | management",
+    "board",
+    "runs",
+    "audit_rule",
+    "selectors",
+    "completeness",
+    "refs | spreadsheet",
+    "models",
+]
+ignore_imports = ["scoring.migrations.* -> *"]
+"""
 
 
 def git(*args: str) -> str:
@@ -186,6 +256,46 @@ def module_path(dotted: str) -> Path:
     return base if base.is_dir() else base.with_suffix(".py")
 
 
+MOVED = dict(LAYOUT_MOVES)
+FROM_IMPORT = re.compile(
+    r"^(?P<indent>[ \t]*)from (?P<parent>[\w.]+) import (?P<names>[^\n(\\]+)$", re.M
+)
+
+
+def split_from_imports(text: str) -> str:
+    """Rewrite `from scoring import services, runs_selectors as r` so that each moved name
+    comes from its new parent (`from scoring.runs import services`, `import engine`)."""
+
+    def one(m: re.Match) -> str:
+        parent, indent = m.group("parent"), m.group("indent")
+        names = [n.strip() for n in m.group("names").split("#")[0].split(",") if n.strip()]
+        comment = ("  #" + m.group("names").split("#", 1)[1]) if "#" in m.group("names") else ""
+        groups: dict[str, list[str]] = {}
+        for item in names:
+            name, _, alias = item.partition(" as ")
+            name, alias = name.strip(), alias.strip()
+            new = MOVED.get(f"{parent}.{name}")
+            if new is None:
+                groups.setdefault(parent, []).append(item)
+                continue
+            new_parent, _, leaf = new.rpartition(".")
+            local = alias or name
+            groups.setdefault(new_parent, []).append(
+                leaf if leaf == local else f"{leaf} as {local}"
+            )
+        if list(groups) == [parent]:
+            return m.group(0)
+        out = []
+        for new_parent, items in groups.items():
+            if new_parent:
+                out.append(f"{indent}from {new_parent} import {', '.join(items)}")
+            else:
+                out.extend(f"{indent}import {item}" for item in items)
+        return "\n".join(out) + comment
+
+    return FROM_IMPORT.sub(one, text)
+
+
 def step_layout() -> None:
     for package, doc in LAYOUT_PACKAGES.items():
         init = ROOT / package / "__init__.py"
@@ -195,39 +305,55 @@ def step_layout() -> None:
             git("add", str(init.relative_to(ROOT)))
     for old, new in LAYOUT_MOVES:
         src = module_path(old)
-        if src.is_dir():
-            dst = ROOT / Path(*new.split("."))
-        else:
-            dst = (ROOT / Path(*new.split("."))).with_suffix(".py")
+        dst = ROOT / Path(*new.split("."))
+        if not src.is_dir():
+            dst = dst.with_suffix(".py")
         moved = git_mv(src, dst)
-        print(f"{old} -> {new}: {'moved' if moved else 'already there / absent'}")
-    shim = ROOT / "scoring" / "tasks.py"
-    if not shim.exists():
-        shim.write_text(LAYOUT_TASKS_SHIM, encoding="utf-8")
-        git("add", str(shim.relative_to(ROOT)))
-    files = [p for p in tracked_text_files() if p != shim]
-    # Longest names first, so scoring.services.runs is not half-rewritten by a shorter rule.
+        print(f"{old} -> {new}: {'moved' if moved else 'already there or absent'}")
+    for old, new in LAYOUT_DATA:
+        print(f"{old}/ -> {new}/: {'moved' if git_mv(ROOT / old, ROOT / new) else 'already'}")
+    files = tracked_text_files()
+    n = 0
+    for path in files:
+        if path.suffix != ".py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        new = split_from_imports(text)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            n += 1
+    print(f"from-imports of moved modules: {n} files")
+    # Longest names first, so that no shorter rule rewrites part of a longer name.
     for old, new in sorted(LAYOUT_MOVES, key=lambda m: -len(m[0])):
-        dotted = re.compile(r"(?<![\w.])" + re.escape(old) + r"(?![\w])")
+        dotted = re.compile(r"(?<![\w.])" + re.escape(old) + r"(?!\w)")
         n = rewrite(dotted, new, files)
-        # `from scoring import services` style imports of a moved child
-        parent, _, leaf = old.rpartition(".")
-        new_parent, _, new_leaf = new.rpartition(".")
-        if parent:
-            from_import = re.compile(
-                r"^(\s*)from " + re.escape(parent) + r" import " + re.escape(leaf) + r"\b",
-                re.M,
-            )
-            target = f"from {new_parent} import {new_leaf}" if new_parent else f"import {new_leaf}"
-            if new_leaf != leaf:
-                target += f" as {leaf}"
-            n += rewrite(from_import, lambda m, t=target: m.group(1) + t, files)
-        # file paths in prose and configuration: scoring/engine/ -> engine/, etc.
-        old_path = old.replace(".", "/")
-        new_path = new.replace(".", "/")
-        slash = re.compile(r"(?<![\w/.])" + re.escape(old_path) + r"(?=/|\.py\b)")
-        n += rewrite(slash, new_path, files)
+        slash = re.compile(r"(?<![\w/.])" + re.escape(old.replace(".", "/")) + r"(?=/|\.py\b)")
+        n += rewrite(slash, new.replace(".", "/"), files)
         print(f"references {old} -> {new}: {n} files")
+    for old, new in LAYOUT_DATA:
+        rewrite(re.compile(r"(?<![\w/.])" + re.escape(old) + r"(?=/|\b)"), new, files)
+    for name, old, new in LAYOUT_EDITS:
+        path = ROOT / name
+        text = path.read_text(encoding="utf-8")
+        if old in text:
+            path.write_text(text.replace(old, new), encoding="utf-8")
+        elif new not in text:
+            print(f"WARNING {name}: neither the old nor the new text is there; edit by hand")
+    pyproject = ROOT / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    block = re.compile(
+        r'\[\[tool\.importlinter\.contracts\]\]\nid = "pure-scoring"\n.*?\]\n\n', re.S
+    )
+    if block.search(text):
+        pyproject.write_text(block.sub(LAYOUT_CONTRACTS, text, count=1), encoding="utf-8")
+    unplaced = sorted(
+        p.stem if p.suffix == ".py" else p.name
+        for p in (ROOT / "scoring").iterdir()
+        if (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))
+        and (p.stem if p.suffix == ".py" else p.name) not in LAYOUT_SHARED
+    )
+    if unplaced:
+        print("NOT PLACED (add to LAYOUT_MOVES or LAYOUT_SHARED):", ", ".join(unplaced))
 
 
 def main(argv: list[str]) -> int:
