@@ -188,9 +188,12 @@ def git(*args: str) -> str:
 
 
 def tracked_text_files() -> list[Path]:
+    """Every tracked text file but this script (whose tables name the old paths)."""
     files = []
     for name in git("ls-files").splitlines():
         path = ROOT / name
+        if path == Path(__file__).resolve():
+            continue
         if path.is_file() and (path.suffix in TEXT_SUFFIXES or path.name in TEXT_NAMES):
             files.append(path)
     return files
@@ -312,6 +315,13 @@ def step_layout() -> None:
         print(f"{old} -> {new}: {'moved' if moved else 'already there or absent'}")
     for old, new in LAYOUT_DATA:
         print(f"{old}/ -> {new}/: {'moved' if git_mv(ROOT / old, ROOT / new) else 'already'}")
+    for name, old, new in LAYOUT_EDITS:
+        path = ROOT / name
+        text = path.read_text(encoding="utf-8")
+        if old in text:
+            path.write_text(text.replace(old, new), encoding="utf-8")
+        elif new not in text:
+            print(f"WARNING {name}: neither the old nor the new text is there; edit by hand")
     files = tracked_text_files()
     n = 0
     for path in files:
@@ -332,13 +342,6 @@ def step_layout() -> None:
         print(f"references {old} -> {new}: {n} files")
     for old, new in LAYOUT_DATA:
         rewrite(re.compile(r"(?<![\w/.])" + re.escape(old) + r"(?=/|\b)"), new, files)
-    for name, old, new in LAYOUT_EDITS:
-        path = ROOT / name
-        text = path.read_text(encoding="utf-8")
-        if old in text:
-            path.write_text(text.replace(old, new), encoding="utf-8")
-        elif new not in text:
-            print(f"WARNING {name}: neither the old nor the new text is there; edit by hand")
     pyproject = ROOT / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
     block = re.compile(
