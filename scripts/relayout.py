@@ -160,6 +160,41 @@ LAYOUT_EDITS = [
         'PROMPTS = Path(__file__).resolve().parent.parent / "judges" / "prompt_templates"',
     ),
 ]
+# tests/test_layers.py: the pure-scoring test (every scoring module listed by hand) gives
+# way to two tests of the new contracts.
+LAYOUT_TEST_LAYERS_OLD = '''def test_pure_scoring_forbids_every_other_scoring_module():
+    """engine/ and judges/ may import nothing of scoring but themselves: the forbidden list
+    names every other module of scoring/, so a new one must be added there (or this fails)."""
+    forbidden = set(_contracts()["pure-scoring"]["forbidden_modules"])
+    modules = {
+        f"scoring.{p.stem if p.is_file() else p.name}"
+        for p in (ROOT / "scoring").iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()
+    } - {"engine", "judges"}
+    assert modules - forbidden == set()
+'''
+LAYOUT_TEST_LAYERS_NEW = '''def test_the_pure_packages_may_import_no_app_of_ours():
+    """engine/ and judges/ import nothing of ours: the contract forbids every app by its
+    top-level name, so a new module anywhere is covered the day it is written."""
+    contract = _contracts()["pure-packages"]
+    apps = {p.name for p in ROOT.iterdir() if (p / "apps.py").exists()} | {"config"}
+    assert set(contract["source_modules"]) == {"engine", "judges"}
+    assert apps | {"django", "rest_framework", "celery"} <= set(contract["forbidden_modules"])
+
+
+def test_the_scoring_parts_contract_places_every_part_of_scoring():
+    """Every direct child of scoring/ (a module or a package: runs/, board/) is a layer of
+    `scoring-parts`, so a new one must be given its place (or this fails)."""
+    layers = _contracts()["scoring-parts"]["layers"]
+    named = {name.strip() for layer in layers for name in layer.split("|")}
+    parts = {
+        p.stem if p.is_file() else p.name
+        for p in (ROOT / "scoring").iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()
+    } - {"apps", "migrations"}
+    assert parts - named == set()
+'''
+LAYOUT_EDITS.append(("tests/test_layers.py", LAYOUT_TEST_LAYERS_OLD, LAYOUT_TEST_LAYERS_NEW))
 # The pure-scoring contract's hand-kept list gives way to two names, and scoring's parts
 # get their own layers contract.
 LAYOUT_CONTRACTS = """[[tool.importlinter.contracts]]
