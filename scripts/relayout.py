@@ -195,6 +195,21 @@ def test_the_scoring_parts_contract_places_every_part_of_scoring():
     assert parts - named == set()
 '''
 LAYOUT_EDITS.append(("tests/test_layers.py", LAYOUT_TEST_LAYERS_OLD, LAYOUT_TEST_LAYERS_NEW))
+# The cache holds pickles naming scoring.engine.*: a new cache VERSION, so a deploy of the
+# move ignores them instead of failing to unpickle (seen on the access matrix's Redis db).
+LAYOUT_EDITS.append(
+    (
+        "config/settings.py",
+        """            "KEY_PREFIX": env.str("SNAGLIST_CACHE_PREFIX", default="snaglist"),
+        }""",
+        """            "KEY_PREFIX": env.str("SNAGLIST_CACHE_PREFIX", default="snaglist"),
+            # Cached values are pickles that name their classes' modules: bump VERSION when a
+            # cached class moves, or a deploy reads values it cannot unpickle (issue 29 moved
+            # scoring.engine to engine/: ModuleNotFoundError on a board cached before).
+            "VERSION": 2,
+        }""",
+    )
+)
 # The pure-scoring contract's hand-kept list gives way to two names, and scoring's parts
 # get their own layers contract.
 LAYOUT_CONTRACTS = """[[tool.importlinter.contracts]]
