@@ -228,6 +228,10 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env.str("SNAGLIST_CACHE_PREFIX", default="snaglist"),
+            # Cached values are pickles that name their classes' modules: bump VERSION when a
+            # cached class moves, or a deploy reads values it cannot unpickle (issue 29 moved
+            # scoring.engine to engine/: ModuleNotFoundError on a board cached before).
+            "VERSION": 2,
         }
     }
     # A signed-in page reads its session from Redis, not PostgreSQL; writes still go to the
