@@ -12,6 +12,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("snaglist")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# scoring's tasks live in two modules: the runs' (scoring.tasks) and the board's.
+app.autodiscover_tasks(["scoring"], related_name="board_tasks")
 
 
 @worker_init.connect

@@ -4,8 +4,9 @@ The public results site of a benchmark (`/public/<benchmark>/...`, issue 22) is 
 anonymous visitors while its admin keeps the benchmark public (`Benchmark.is_public`);
 `/public/` itself lists the public benchmarks. Every other page still needs a sign-in.
 
-For an htmx request the redirect to the login page is sent as `HX-Redirect`, so the
-browser loads the login page as a whole page instead of swapping it into a fragment.
+For an htmx request the redirect to the login page is django-htmx's
+HttpResponseClientRedirect (`HX-Redirect`), so the browser loads the login page as a whole
+page instead of swapping it into a fragment.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import resolve_url
+from django_htmx.http import HttpResponseClientRedirect
 
 from core.pages import bad_request_page
 from public.selectors import is_public_benchmark
@@ -52,24 +54,20 @@ class LoginRequiredMiddleware:
             and not is_open_public_path(request.path)
         ):
             login_url = resolve_url(settings.LOGIN_URL)
-            if request.headers.get("HX-Request") == "true":
-                current = request.headers.get("HX-Current-URL", "")
+            if request.htmx:
+                current = request.htmx.current_url
                 target = login_url
                 if current:
                     target = f"{login_url}?{urlencode({'next': _path_of(current)})}"
-                response = HttpResponse(status=204)
-                response["HX-Redirect"] = target
-                return response
+                return HttpResponseClientRedirect(target)
             return HttpResponseRedirect(
                 f"{login_url}?{urlencode({'next': request.get_full_path()})}"
             )
         response = self.get_response(request)
-        if request.headers.get("HX-Request") == "true" and response.status_code in (301, 302):
+        if request.htmx and response.status_code in (301, 302):
             location = response.get("Location", "")
             if location.startswith(resolve_url(settings.LOGIN_URL)):
-                redirected = HttpResponse(status=204)
-                redirected["HX-Redirect"] = location
-                return redirected
+                return HttpResponseClientRedirect(location)
         return response
 
 
@@ -178,7 +176,7 @@ class MethodNotAllowedPageMiddleware:
             or getattr(response, "streaming", False)
             or response.content
             or request.path.startswith("/api/")
-            or request.headers.get("HX-Request") == "true"
+            or request.htmx
             or "text/html" not in request.headers.get("Accept", "")
         ):
             return response

@@ -228,6 +228,10 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env.str("SNAGLIST_CACHE_PREFIX", default="snaglist"),
+            # Cached values are pickles that name their classes' modules: bump VERSION when a
+            # cached class moves, or a deploy reads values it cannot unpickle (issue 29 moved
+            # scoring.engine to engine/: ModuleNotFoundError on a board cached before).
+            "VERSION": 2,
         }
     }
     # A signed-in page reads its session from Redis, not PostgreSQL; writes still go to the
@@ -288,18 +292,10 @@ SNAGLIST_AUDIT_EXCLUSION_RULE = choice(
     "SNAGLIST_AUDIT_EXCLUSION_RULE", "any_adverse", {"any_adverse", "same_verdict"}
 )
 # The composition root builds the audit -> triage chain (docs/architecture.md): the task every
-# key-audit run sends its id to when it finishes. Scoring names no review code; an empty
-# value turns the chain off.
-SNAGLIST_AUDIT_FOLLOW_UP_TASK = env.str(
-    "SNAGLIST_AUDIT_FOLLOW_UP_TASK", default="review.triage_after_audit"
-)
-if SNAGLIST_AUDIT_FOLLOW_UP_TASK and not re.fullmatch(
-    r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+", SNAGLIST_AUDIT_FOLLOW_UP_TASK
-):
-    raise ImproperlyConfigured(
-        "SNAGLIST_AUDIT_FOLLOW_UP_TASK must be a Celery task name such as "
-        f"'review.triage_after_audit' (or empty), not {SNAGLIST_AUDIT_FOLLOW_UP_TASK!r}"
-    )
+# key-audit run sends its id to when it finishes. Scoring names no review code. Wiring, not
+# deployment configuration: no environment variable sets it (a test turns the chain off by
+# overriding it with "").
+SNAGLIST_AUDIT_FOLLOW_UP_TASK = "review.triage_after_audit"
 SNAGLIST_CONSENSUS_SHARE = number("SNAGLIST_CONSENSUS_SHARE", float, 0.6, above=0, maximum=1)
 SNAGLIST_CONSENSUS_MIN_MODEL_SCORE = number(
     "SNAGLIST_CONSENSUS_MIN_MODEL_SCORE", float, 50.0, minimum=0, maximum=100

@@ -241,10 +241,30 @@ class KeyEntry(models.Model):
         return f"{self.edition.name}:{self.question.question_id}"
 
     def citation_label(self) -> str:
-        if not self.has_citation:
-            return ""
-        doc = self.citation_document.short_title if self.citation_document else self.citation_doc_id
-        return f"{doc} {self.citation_locator}".strip()
+        """Return the entry's citation as shown in lists: see :func:`citation_label`."""
+        doc = self.citation_document
+        return citation_label(
+            has_citation=self.has_citation,
+            document_title=doc.short_title if doc else None,
+            doc_id=self.citation_doc_id,
+            locator=self.citation_locator,
+        )
+
+
+def citation_label(
+    *, has_citation: bool, document_title: str | None, doc_id: str, locator: str
+) -> str:
+    """Return a citation's label, e.g. "ADK 1.2" ("" when the entry cites nothing).
+
+    ``document_title`` is the register document's short title (None when the entry's
+    document is not in the register: its ``doc_id`` as written in the bundle is shown).
+    The one rule: `KeyEntry.citation_label` and the queue's value rows
+    (review.queue_rows) both call it.
+    """
+    if not has_citation:
+        return ""
+    doc = document_title if document_title is not None else doc_id
+    return f"{doc} {locator}".strip()
 
 
 class AuditExclusion(models.Model):

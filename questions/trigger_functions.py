@@ -41,17 +41,20 @@ TABLES_READ = {
 }
 
 
-def function_sql(schema: str) -> str:
-    """Return the CREATE OR REPLACE FUNCTION statements, tables qualified with `schema`.
+def _create_function(schema: str, name: str, body: str) -> str:
+    """Return one CREATE OR REPLACE FUNCTION statement: a plpgsql trigger function `name`
+    in `schema` with the fixed search_path (module docstring) and `body` (BEGIN ... END;)."""
+    fixed = f"SET search_path = pg_catalog, {schema}, pg_temp"
+    return (
+        f"CREATE OR REPLACE FUNCTION {schema}.{name}() RETURNS trigger\n"
+        f"LANGUAGE plpgsql {fixed} AS $$\n{body}$$;\n"
+    )
 
-    `schema` is an identifier already quoted for SQL (connection.ops.quote_name of the
-    migration connection's current_schema(), "public" by default).
-    """
-    s = schema
-    fixed = f"SET search_path = pg_catalog, {s}, pg_temp"
-    return f"""
-CREATE OR REPLACE FUNCTION {s}.snaglist_protect_published_edition() RETURNS trigger
-LANGUAGE plpgsql {fixed} AS $$
+
+def _key_bodies(s: str) -> dict[str, str]:
+    """The published key's functions (rule 7): editions, entries, questions, TRUNCATE."""
+    return {
+        "snaglist_protect_published_edition": """\
 BEGIN
     IF OLD.status = 'published' THEN
         RAISE EXCEPTION 'key edition "%" is published and immutable', OLD.name
@@ -60,10 +63,8 @@ BEGIN
     IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
     RETURN NEW;
 END;
-$$;
-
-CREATE OR REPLACE FUNCTION {s}.snaglist_protect_published_entry() RETURNS trigger
-LANGUAGE plpgsql {fixed} AS $$
+""",
+        "snaglist_protect_published_entry": f"""\
 BEGIN
     IF TG_OP IN ('UPDATE', 'DELETE') AND EXISTS (
         SELECT 1 FROM {s}.questions_keyedition WHERE id = OLD.edition_id AND status = 'published'
@@ -80,10 +81,8 @@ BEGIN
     IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
     RETURN NEW;
 END;
-$$;
-
-CREATE OR REPLACE FUNCTION {s}.snaglist_protect_published_question() RETURNS trigger
-LANGUAGE plpgsql {fixed} AS $$
+""",
+        "snaglist_protect_published_question": f"""\
 BEGIN
     IF EXISTS (
         SELECT 1 FROM {s}.questions_keyentry e
@@ -105,10 +104,8 @@ BEGIN
     IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
     RETURN NEW;
 END;
-$$;
-
-CREATE OR REPLACE FUNCTION {s}.snaglist_refuse_truncate_of_published_key() RETURNS trigger
-LANGUAGE plpgsql {fixed} AS $$
+""",
+        "snaglist_refuse_truncate_of_published_key": f"""\
 BEGIN
     IF EXISTS (SELECT 1 FROM {s}.questions_keyedition WHERE status = 'published') THEN
         RAISE EXCEPTION 'TRUNCATE of % refused: a published key edition exists and is immutable', TG_TABLE_NAME
@@ -116,18 +113,14 @@ BEGIN
     END IF;
     RETURN NULL;
 END;
-$$;
+""",
+    }
 
-CREATE OR REPLACE FUNCTION {s}.snaglist_auditlog_append_only() RETURNS trigger
-LANGUAGE plpgsql {fixed} AS $$
-BEGIN
-    RAISE EXCEPTION 'the audit log is append-only: % refused', TG_OP
-        USING ERRCODE = 'restrict_violation';
-END;
-$$;
 
-CREATE OR REPLACE FUNCTION {s}.snaglist_protect_grade() RETURNS trigger
-LANGUAGE plpgsql {fixed} AS $$
+def _grade_bodies(s: str) -> dict[str, str]:
+    """The grade rule (module docstring): an unparsed grade re-asked under the marker, else refused."""
+    return {
+        "snaglist_protect_grade": f"""\
 BEGIN
     IF TG_OP = 'UPDATE' AND OLD.grade IS NULL
        AND NEW.response_id = OLD.response_id AND NEW.judge_id = OLD.judge_id
@@ -156,16 +149,45 @@ BEGIN
     RAISE EXCEPTION 'grade % is settled: % refused (only an unparsed grade is replaced, by asking its judge again)', OLD.id, TG_OP
         USING ERRCODE = 'restrict_violation';
 END;
-$$;
+""",
+    }
 
-CREATE OR REPLACE FUNCTION {s}.snaglist_refuse_truncate() RETURNS trigger
-LANGUAGE plpgsql {fixed} AS $$
+
+def _audit_log_bodies(s: str) -> dict[str, str]:
+    """The audit log's functions: append-only rows, no TRUNCATE."""
+    return {
+        "snaglist_auditlog_append_only": """\
+BEGIN
+    RAISE EXCEPTION 'the audit log is append-only: % refused', TG_OP
+        USING ERRCODE = 'restrict_violation';
+END;
+""",
+        "snaglist_refuse_truncate": """\
 BEGIN
     RAISE EXCEPTION 'TRUNCATE of % refused: the audit log is append-only', TG_TABLE_NAME
         USING ERRCODE = 'restrict_violation';
 END;
-$$;
-"""
+""",
+    }
+
+
+def function_sql(schema: str) -> str:
+    """Return the CREATE OR REPLACE FUNCTION statements, tables qualified with `schema`.
+
+    `schema` is an identifier already quoted for SQL (connection.ops.quote_name of the
+    migration connection's current_schema(), "public" by default).
+    """
+    bodies = {**_key_bodies(schema), **_grade_bodies(schema), **_audit_log_bodies(schema)}
+    order = (
+        "snaglist_protect_published_edition",
+        "snaglist_protect_published_entry",
+        "snaglist_protect_published_question",
+        "snaglist_refuse_truncate_of_published_key",
+        "snaglist_auditlog_append_only",
+        "snaglist_protect_grade",
+        "snaglist_refuse_truncate",
+    )
+    return "\n" + "\n".join(_create_function(schema, name, bodies[name]) for name in order)
 
 
 def triggers_sql(schema: str) -> str:

@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
+from core.views import done, requires
 from review import permissions, services
 from review.forms import DecisionForm
-from review.view_helpers import done, requires
 
 
 class BadSelection(ValueError):

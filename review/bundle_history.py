@@ -1,8 +1,9 @@
 """Review's part of a bundle (issue 21 item 7): `review_items.jsonl`, one review item per
 line with its evidence, citation checks and proposals nested in it.
 
-Registered with core.bundle_parts in review.apps; interchange calls it on export and
-import (the two apps never import each other). Users by user name; key entries by the
+Interchange, the layer above review (as `dumpdata` sits above every app), calls `PART` on
+export and import (interchange.bundles.data.BUNDLE_PARTS); review never imports
+interchange. Users by user name; key entries by the
 name of the edition that holds them (the entry of the item's question in that edition);
 times as ISO 8601 with a UTC offset. Format: docs/bundle-format.md ("Review history").
 """
@@ -10,12 +11,37 @@ times as ISO 8601 with a UTC offset. Format: docs/bundle-format.md ("Review hist
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from core.bundle_parts import Known, Problem, Target
 from questions.models import KeyEntry
 from review.models import CitationCheck, Evidence, Proposal, ReviewItem, Source
+
+Problem = Callable[[str, int, str, str], None]
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the rest of the bundle holds, for a part's `read`: question ids, edition names
+    (`original` first, in chain order)."""
+
+    question_ids: frozenset[str]
+    editions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a part's `write` puts its rows: the benchmark, question id -> Question pk,
+    `entry(edition, question_id)` -> the KeyEntry pk written in that edition for that
+    question (None when there is none), and user name -> user."""
+
+    benchmark: Any
+    question_pk: dict[str, int]
+    entry: Callable[[str, str], int | None]
+    users: dict[str, Any]
+
 
 FILE = "review_items.jsonl"
 USERNAME_MAX = 150
@@ -57,7 +83,23 @@ def _iso(value: datetime | None) -> str | None:
 
 
 class ReviewHistoryPart:
-    """core.bundle_parts.BundlePart for review items, evidence, citation checks, proposals."""
+    """Review items, evidence, citation checks and proposals as a bundle part.
+
+    A part's contract:
+
+    - `files`: the bundle file names it owns (JSONL, one object per line).
+    - `export(benchmark, editions)`: {file name: [row dict, ...]} for the benchmark; `editions`
+      are the published KeyEditions being exported (a row may only refer to those).
+    - `read(rows, known, problem)`: validate {file name: [(line, row dict), ...]} for the
+      files present; report each problem with `problem(file, line, field, message)`; return
+      a payload for `write` (ignored when any problem was reported anywhere in the bundle).
+      `known` is a `Known`.
+    - `user_names(payload)`: every user name the payload refers to (interchange resolves them,
+      creating missing ones inactive, before `write`).
+    - `write(payload, target, problem)`: write the rows inside the import's transaction and
+      return {label: rows created}; a conflict with stored data is reported with `problem`
+      (the import then writes nothing). `target` is a `Target`.
+    """
 
     files = (FILE,)
 

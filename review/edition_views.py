@@ -11,12 +11,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from core.roles import Role, has_role
+from core.views import done, forbidden, requires
 from questions.models import Benchmark, KeyEdition
 from review import permissions, selectors, services
 from review.cited_passages import change_passages
 from review.errors import DomainError, NotAllowedError
 from review.models import Proposal
-from review.view_helpers import done, forbidden, query_without_page, requires
+from review.view_helpers import query_without_page
 from scoring import services as scoring_services
 from scoring.estimate import estimate_run, estimate_summary
 from scoring.models import RescoreRequest

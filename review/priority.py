@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from review.models import Source
+from scoring.models import ADVERSE_VERDICTS
 
 #: The scale: weight of evidence in bans, log10 of a Bayes factor for "the key is wrong"
 #: (Good 1950, *Probability and the Weighing of Evidence*; Jeffreys 1961 app. B: 1 ban =
@@ -81,14 +82,18 @@ class Priority:
     reasons: str
 
 
+def _adverse(detail: dict) -> list[dict]:
+    """The verdicts of an auditor-flag detail that count against the key: rule 4's
+    ADVERSE_VERDICTS (`wrong`, `ungradeable`); an unparsed verdict (None) is not adverse."""
+    return [v for v in detail.get("verdicts", []) if v.get("verdict") in ADVERSE_VERDICTS]
+
+
 def _weight_key(kind: str, detail: dict) -> str:
     if kind == Source.JUDGE_FLAG and detail.get("both_judges"):
         return "judge_flag_both"
     if kind == Source.SUPERSEDED_CITATION and detail.get("problem") in ("superseded", "withdrawn"):
         return "superseded_document"
-    if kind == Source.SINGLE_AUDITOR_FLAG and (
-        sum(1 for v in detail.get("verdicts", []) if v.get("verdict") != "correct") > 1
-    ):
+    if kind == Source.SINGLE_AUDITOR_FLAG and len(_adverse(detail)) > 1:
         return "auditors_adverse"
     if kind == Source.RESPONSES_AGREE_AGAINST_KEY and detail.get("basis") == "majority":
         return "responses_majority"
@@ -120,7 +125,7 @@ def evidence_words(kind: str, detail: dict) -> str:
             else "a judge flagged the key"
         )
     if kind == Source.SINGLE_AUDITOR_FLAG:
-        adverse = [v for v in detail.get("verdicts", []) if v.get("verdict") != "correct"]
+        adverse = _adverse(detail)
         if len(adverse) > 1:
             return f"{len(adverse)} auditors adverse, not independent or not the same verdict"
         return "one auditor adverse"

@@ -6,10 +6,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET
 
+from core.views import requires
 from questions.models import Benchmark
 from review import permissions
 from review.progress import PACE_DAYS, review_progress
-from review.view_helpers import requires
 
 
 @require_GET

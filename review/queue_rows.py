@@ -11,6 +11,7 @@ from collections import defaultdict
 
 from django.db.models import F, QuerySet
 
+from questions.models import citation_label
 from questions.selectors import key_entries_for_edition
 from review import page_cache
 from review.filters import QueueFilters
@@ -70,14 +71,15 @@ def _read_citation_labels(benchmark_id: int, question_ids: list[int]) -> dict[in
             "citation_locator",
         ),
     )
-    labels = {}
-    for question_id, e in entries.items():
-        label = ""
-        if e.has_citation:
-            doc = e.citation_document__short_title if e.citation_document_id else e.citation_doc_id
-            label = f"{doc} {e.citation_locator}".strip()
-        labels[question_id] = label
-    return labels
+    return {
+        question_id: citation_label(
+            has_citation=e.has_citation,
+            document_title=e.citation_document__short_title if e.citation_document_id else None,
+            doc_id=e.citation_doc_id,
+            locator=e.citation_locator,
+        )
+        for question_id, e in entries.items()
+    }
 
 
 def truncate_chars(text: str, length: int) -> str:

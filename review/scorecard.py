@@ -15,6 +15,7 @@ from typing import Any
 from questions.models import Benchmark
 from review.detectors.panel import panel_fired
 from review.models import Evidence, ReviewItem, Source
+from scoring.models import ADVERSE_VERDICTS
 
 _OUTCOMES = {
     ReviewItem.Status.CORRECTED: "corrected",
@@ -48,7 +49,8 @@ def detector_scorecard(benchmark: Benchmark) -> dict[str, Any]:
     "confirmed", "precision"} — counts are items (an item raised by two detectors counts
     for each), precision a fraction 0-1 or None. Detectors are every evidence kind of
     review.models.Source except `manual`, in that order, plus any other kind found;
-    auditors are the judge ids named adverse in `single_auditor_flag` evidence, sorted.
+    auditors are the judge ids named adverse (rule 4's ADVERSE_VERDICTS; an unparsed verdict is
+    not) in `single_auditor_flag` evidence, sorted.
     """
     by_kind: dict[str, dict[int, str]] = defaultdict(dict)
     by_auditor: dict[str, dict[int, str]] = defaultdict(dict)
@@ -65,7 +67,7 @@ def detector_scorecard(benchmark: Benchmark) -> dict[str, Any]:
         .values_list("item_id", "detail", "item__status")
     ):
         for verdict in (detail or {}).get("verdicts", []):
-            if verdict.get("verdict") != "correct" and verdict.get("auditor"):
+            if verdict.get("verdict") in ADVERSE_VERDICTS and verdict.get("auditor"):
                 by_auditor[str(verdict["auditor"])][item_id] = status
     labels = dict(Source.choices)
     kinds = [s.value for s in Source if s != Source.MANUAL]

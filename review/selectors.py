@@ -201,15 +201,15 @@ def neighbour_item_ids(item: ReviewItem, filters: QueueFilters | None = None) ->
 
 @dataclass(frozen=True)
 class GradeCell:
-    """One judge's grade of one response as the review page shows it (no filters per cell).
+    """One judge's grade of one response (data only: the page styles it with the
+    `grade_class` filter).
 
-    `css`: review_tags.grade_class of the grade; `flag`: the flag reason, "" when not
-    flagged; `rationale`: the judge's reason, "" when none.
+    `flag`: the flag reason, "" when not flagged; `rationale`: the judge's reason, "" when
+    none.
     """
 
     judge: str
     grade: int | None
-    css: str
     flag: str
     rationale: str
 
@@ -223,10 +223,8 @@ class ModelRow:
     flags: dict[str, str] = field(default_factory=dict)
     # each judge's rationale for its grade (issue 18 item 2), in judge order; "" if none
     rationales: dict[str, str] = field(default_factory=dict)
-    # filled by model_rows: one GradeCell per judge (judge order) and the response cut to
-    # 90 characters (Django's truncatechars), so the page's table runs no filter per cell
+    # filled by model_rows: one GradeCell per judge (judge order)
     cells: list[GradeCell] = field(default_factory=list)
-    summary: str = ""
     # the grade the judge panel agreed on (methodology rule 1, asked of the engine:
     # scoring.engine.agreed_grade_rows over the panel's grades at its pinned prompt
     # versions), None when the response is not counted; filled by model_rows
@@ -428,16 +426,12 @@ def model_rows(
         row.rationales[judge_id] = rationale
         if flag:
             row.flags[judge_id] = flag_reason or "flagged"
-    from review.queue_rows import truncate_chars
-    from review.templatetags.review_tags import grade_class
-
     for row in rows.values():
         row.grades = {j: row.grades.get(j) for j in judges}
         row.cells = [
-            GradeCell(j, g, grade_class(g), row.flags.get(j, ""), row.rationales.get(j) or "")
+            GradeCell(j, g, row.flags.get(j, ""), row.rationales.get(j) or "")
             for j, g in row.grades.items()
         ]
-        row.summary = truncate_chars(row.response, 90)
     agreed = agreed_grade_rows(
         [[counted[pk].get(j.judge_id) for j in panel] for pk in rows],
         benchmark.grade_scale or [0, 1, 2],

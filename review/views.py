@@ -23,7 +23,8 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from core.actions import Action
-from core.htmx import wants_fragment
+from core.htmx import vary_on_htmx, wants_fragment
+from core.views import done, forbidden, requires
 from questions.models import Benchmark, Question
 from review import page_cache, permissions, queue_rows, selectors, services
 from review.cited_passages import proposal_passages
@@ -47,7 +48,7 @@ from review.forms import (
 )
 from review.impact import attach_proposal_impacts, open_drafts
 from review.models import Proposal, ReaderReport, ReviewItem, Source
-from review.view_helpers import done, forbidden, query_without_page, requires, vary
+from review.view_helpers import query_without_page
 
 PAGE_SIZE = 50
 
@@ -114,9 +115,9 @@ def queue(request: HttpRequest) -> HttpResponse:
         "csrf_field": csrf_field,
     }
     if wants_fragment(request):
-        return vary(render(request, "review/_queue_results.html", context))
+        return vary_on_htmx(render(request, "review/_queue_results.html", context))
     context["choices"] = selectors.filter_choices()
-    return vary(render(request, "review/queue.html", context))
+    return vary_on_htmx(render(request, "review/queue.html", context))
 
 
 @require_POST
@@ -355,8 +356,8 @@ def _form_post(request, item_id, form_class, template, form_key, run):
     status = 422
     if wants_fragment(request):
         context["form"] = form
-        return vary(render(request, template, context, status=status))
-    return vary(render(request, "review/item.html", context, status=status))
+        return vary_on_htmx(render(request, template, context, status=status))
+    return vary_on_htmx(render(request, "review/item.html", context, status=status))
 
 
 @require_POST
@@ -433,8 +434,8 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
         form.add_error(None, str(exc))
     context = _item_context(request, item, decide_form=form)
     if wants_fragment(request):
-        return vary(render(request, "review/_decision_panel.html", context, status=422))
-    return vary(render(request, "review/item.html", context, status=422))
+        return vary_on_htmx(render(request, "review/_decision_panel.html", context, status=422))
+    return vary_on_htmx(render(request, "review/item.html", context, status=422))
 
 
 def _refused_panel(
@@ -456,7 +457,7 @@ def _refused_panel(
     context = _item_context(request, item, decide_form=form)
     context["refused"] = {"message": message, "conflict": conflict}
     template = "review/_decision_panel.html" if wants_fragment(request) else "review/item.html"
-    return vary(render(request, template, context, status=status))
+    return vary_on_htmx(render(request, template, context, status=status))
 
 
 # ------------------------------------------------------------------ approvals
@@ -562,7 +563,7 @@ def report_problem(request: HttpRequest, benchmark: str) -> HttpResponse:
                     )
                     return done(request, _item_url(item))
     status = 422 if request.method == "POST" else 200  # the form again, errors by the fields
-    return vary(
+    return vary_on_htmx(
         render(
             request,
             "review/report_problem.html",
@@ -606,7 +607,7 @@ def scorecard(request: HttpRequest, benchmark: str) -> HttpResponse:
     bench = get_object_or_404(Benchmark, name=benchmark)
     ctx = {"benchmark": bench, "card": detector_scorecard(bench)}
     template = "review/_scorecard.html" if wants_fragment(request) else "review/scorecard.html"
-    return vary(render(request, template, ctx))
+    return vary_on_htmx(render(request, template, ctx))
 
 
 @require_POST

@@ -10,15 +10,13 @@ module counts them from the responses themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from questions.models import Response
 from scoring.models import Judge
-
-if TYPE_CHECKING:
-    from scoring.selectors import EntryMap, JudgeRef
+from scoring.refs import EntryMap, JudgeRef
 
 
 @dataclass(frozen=True)

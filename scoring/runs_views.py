@@ -9,18 +9,17 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from core.htmx import vary_on_htmx, wants_fragment
 from core.pages import bad_request_page
+from core.views import done, requires
 from questions.errors import DomainError
 from questions.models import Benchmark, KeyEdition
 from scoring import runs_selectors, services
@@ -35,14 +34,9 @@ RUNS_SHOWN = 50
 FAILED_SHOWN = 200
 
 
-def _require_admin(request: HttpRequest) -> None:
-    if not can_manage_runs(request.user):
-        raise PermissionDenied("Only an admin may see or start re-scoring runs.")
-
-
-def _require_viewer(request: HttpRequest) -> None:
-    if not can_view_run(request.user):
-        raise PermissionDenied("Only an editor or an admin may watch a re-scoring run.")
+# What a refused user reads (core.views.requires with runs_permissions' predicates).
+ADMINS_ONLY = "Only an admin may see or start re-scoring runs."
+VIEWERS_ONLY = "Only an editor or an admin may watch a re-scoring run."
 
 
 def runs_queryset():
@@ -83,9 +77,9 @@ def _with_finish(run: ScoringRun) -> ScoringRun:
 
 
 @require_GET
+@requires(can_manage_runs, ADMINS_ONLY)
 def runs(request: HttpRequest) -> HttpResponse:
     """List recent runs (live progress) and the editions an admin can re-score or audit."""
-    _require_admin(request)
     recent = [_decorate(r) for r in runs_queryset()[:RUNS_SHOWN]]
     spent = costs_of_runs([r.pk for r in recent])
     for r in recent:
@@ -103,20 +97,20 @@ def runs(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
+@requires(can_manage_runs, ADMINS_ONLY)
 def run_create(request: HttpRequest) -> HttpResponse:
     """Start a re-scoring (kind=grade) or key-audit (kind=audit) run of one edition, live
     or (mode=batch, re-scoring only) through the vendors' batch APIs.
 
     The run is enqueued after commit; the admin lands on its page.
     """
-    _require_admin(request)
     edition = get_object_or_404(
         KeyEdition.objects.select_related("benchmark"), pk=request.POST.get("edition")
     )
     kind = request.POST.get("kind") or ScoringRun.Kind.GRADE
     if kind not in ScoringRun.Kind.values:
         messages.error(request, f"Unknown run kind {kind!r}.")
-        return redirect("scoring:runs")
+        return done(request, reverse("scoring:runs"))
     mode = request.POST.get("mode") or ScoringRun.Mode.LIVE
     role = Judge.Role.AUDITOR if kind == ScoringRun.Kind.AUDIT else Judge.Role.JUDGE
     judges, _ = services.active_graders(edition, role=role)
@@ -132,23 +126,23 @@ def run_create(request: HttpRequest) -> HttpResponse:
         )
     except DomainError as exc:
         messages.error(request, str(exc))
-        return redirect("scoring:runs")
+        return done(request, reverse("scoring:runs"))
     if run.needed:
         text = f"{run.needed} pair{pluralize(run.needed)} to grade, {run.reused} reused."
     else:
         text = f"nothing lacks a grade; all {run.reused} reused."
     messages.success(request, f"Run {run.pk} for {edition.benchmark.name} / {edition.name}: {text}")
-    return redirect("scoring:run-detail", pk=run.pk)
+    return done(request, reverse("scoring:run-detail", kwargs={"pk": run.pk}))
 
 
 @require_GET
+@requires(can_manage_runs, ADMINS_ONLY)
 def run_estimate(request: HttpRequest) -> HttpResponse:
     """Return the estimate of the run the Start buttons would create (edition pk, kind):
     an htmx fragment of the Runs page, loaded as each edition's row is shown; a page of its
     own without htmx. Creates nothing and calls no judge (scoring.estimate)."""
     from scoring.estimate import estimate_run, estimate_summary
 
-    _require_admin(request)
     edition_id = request.GET.get("edition", "")
     if not edition_id.isdigit():
         return bad_request_page(
@@ -175,14 +169,14 @@ def run_estimate(request: HttpRequest) -> HttpResponse:
         if wants_fragment(request)
         else "scoring/runs_estimate_page.html"
     )
-    return render(request, template, context)
+    return vary_on_htmx(render(request, template, context))
 
 
 @require_GET
+@requires(can_view_run, VIEWERS_ONLY)
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """Show one run: progress, counters, ledger summary and its failed pairs. Editors see it
     read-only (no Resume or Cancel, no link to the admin's list of runs)."""
-    _require_viewer(request)
     run = _with_finish(_decorate(get_object_or_404(runs_queryset(), pk=pk)))
     if wants_fragment(request):
         return vary_on_htmx(render(request, "scoring/runs_progress.html", {"run": run}))
@@ -212,9 +206,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
+@requires(can_view_run, VIEWERS_ONLY)
 def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Return the progress fragment of one run (polled by htmx while the run is active)."""
-    _require_viewer(request)
     run = _with_finish(_decorate(get_object_or_404(runs_queryset(), pk=pk)))
     # The run page asks for its Resume/Cancel buttons too, so they go when the run ends
     # (an admin's only: an editor watches).
@@ -226,9 +220,9 @@ def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
+@requires(can_manage_runs, ADMINS_ONLY)
 def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     """Cancel an active run (pairs already graded are kept)."""
-    _require_admin(request)
     run = get_object_or_404(ScoringRun, pk=pk)
     try:
         services.scoring_run_cancel(run=run, user=request.user)
@@ -249,9 +243,9 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
+@requires(can_manage_runs, ADMINS_ONLY)
 def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
     """Send an unfinished run's pending pairs again (after a worker was lost)."""
-    _require_admin(request)
     run = get_object_or_404(ScoringRun, pk=pk)
     try:
         services.scoring_run_resume(
@@ -267,7 +261,4 @@ def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _back_to(request: HttpRequest, run: ScoringRun) -> HttpResponse:
-    url = reverse("scoring:run-detail", kwargs={"pk": run.pk})
-    if request.htmx:
-        return HttpResponseClientRedirect(url)
-    return redirect(url)
+    return done(request, reverse("scoring:run-detail", kwargs={"pk": run.pk}))

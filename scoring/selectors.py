@@ -50,47 +50,13 @@ from scoring.engine import (
     compute_leaderboard,
 )
 from scoring.models import Grade, Judge
+from scoring.refs import EntryMap, JudgeRef
 
 if TYPE_CHECKING:  # pandas costs ~1 s to import: only functions that build frames load it
     import pandas as pd
 
 BANDINGS = ("gap", "ci_overlap")
 CACHE_TIMEOUT = 60 * 60 * 24
-
-
-@dataclass(frozen=True)
-class JudgeRef:
-    pk: int
-    judge_id: str
-    prompt_version: str
-
-
-@dataclass(frozen=True)
-class EntryMap:
-    """The effective key entry of every question of an edition (arrays indexed by position).
-
-    ``question_pk``, ``entry_pk``, ``entry_edition_pk``: int64 (N,); ``removed``: bool (N,);
-    ``excluded``: bool (N,), the entry is excluded by the key audit (AuditExclusion, rule 4);
-    ``scored``: bool (N,), the question is scored (`questions.selectors.scored_entries`).
-    ``root_pk`` is the edition at the top of the chain (normally `original`).
-    """
-
-    edition_pk: int
-    chain: list[int]
-    question_pk: np.ndarray
-    entry_pk: np.ndarray
-    entry_edition_pk: np.ndarray
-    removed: np.ndarray
-    excluded: np.ndarray
-    scored: np.ndarray
-
-    @property
-    def root_pk(self) -> int:
-        return self.chain[-1]
-
-    def as_dict(self) -> dict[int, int]:
-        """Return {question pk: effective entry pk}."""
-        return dict(zip(self.question_pk.tolist(), self.entry_pk.tolist(), strict=True))
 
 
 @dataclass

@@ -8,7 +8,6 @@
   key entry id]) by the run's kind, once the run's budget (scoring.budget) admits the
   chunk's calls (refused: the run stops, "stopped at budget"); the chunk that settles
   the last pair closes the run (DB counters, no chord: we have no result backend).
-- `scoring.refresh_leaderboard(run_id)`: warm the edition's leaderboard after a run.
 - `scoring.rescore_requested(edition_id)`: start a published edition's re-scoring (the
   publish wrote a RescoreRequest; this creates the run). `scoring.sweep_rescore_requests`
   (Celery beat, every minute) sends it again for requests still waiting, e.g. because the
@@ -38,6 +37,7 @@ from django.utils import timezone
 
 from scoring import services
 from scoring.budget import RunBudget
+from scoring.engine.chunking import chunk_bounds
 from scoring.models import Judge, PairLease, RunItem, ScoringRun
 from scoring.services.heartbeat import report_run
 from scoring.services.tunables import max_chunk_retries, retry_base_seconds
@@ -77,29 +77,6 @@ def run_start(self, run_id: int) -> None:
     for start, end in chunk_bounds(len(pairs), services.chunk_size()):
         grade_chunk.delay(run_id, pairs[start:end])
     services.scoring_run_finish(run=run)
-
-
-# A run of more than two chunks starts with chunks of 1/4, 2/4 and 3/4 of the chunk size.
-CHUNK_RAMP = 4
-
-
-def chunk_bounds(n: int, size: int) -> list[tuple[int, int]]:
-    """Return [(start, end), ...] slicing n pairs into chunks of `size`.
-
-    A run of more than two chunks begins with chunks of 1/CHUNK_RAMP, 2/CHUNK_RAMP, ...
-    of `size`: worker processes that take the first chunks together then reach their
-    chunk boundaries (where a process drains its calls and loads its next chunk) at
-    different times, so one's dip is covered by the others taking its share of the
-    judges' slots. Measured in bench/README.md ("Judge throughput").
-    """
-    size = max(1, size)
-    sizes = [max(1, size * k // CHUNK_RAMP) for k in range(1, CHUNK_RAMP)] if n > 2 * size else []
-    bounds, start = [], 0
-    while start < n:
-        end = min(n, start + (sizes.pop(0) if sizes else size))
-        bounds.append((start, end))
-        start = end
-    return bounds
 
 
 @shared_task(
@@ -301,24 +278,6 @@ def _countdown(run_id: int, outcome: services.ChunkOutcome, retries: int) -> flo
         wait = (until - timezone.now()).total_seconds() if until else 0.0
         delays.append(min(BUSY_RECHECK_SECONDS, max(0.5, wait + 0.5)))
     return max(delays)
-
-
-@shared_task(
-    name="scoring.refresh_leaderboard",
-    acks_late=True,
-    autoretry_for=TRANSIENT_DB_ERRORS,
-    retry_backoff=5,
-    max_retries=3,
-    soft_time_limit=600,
-    time_limit=660,
-)
-def refresh_leaderboard(run_id: int) -> None:
-    """Warm the leaderboard cache of a finished run's edition."""
-    run = ScoringRun.objects.select_related("edition__benchmark").filter(pk=run_id).first()
-    if run is None:
-        logger.warning("scoring.refresh_leaderboard: run %s does not exist", run_id)
-        return
-    services.leaderboard_refresh(run=run)
 
 
 @shared_task(

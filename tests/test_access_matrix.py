@@ -394,7 +394,7 @@ WHY = {"override_reason": "The key stands: checked against the source."}
 HELD_ELSEWHERE = page(303, 409, 409)
 EDITORS = page(403, 303, 303)
 ADMINS_GET = page(403, 403, 200)
-ADMINS_POST = page(403, 403, 302)
+ADMINS_POST = page(403, 403, 303)  # See Other after the POST (core.views.done)
 
 EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # -- site

@@ -460,7 +460,7 @@ def test_the_runs_page_starts_a_batch_run_and_shows_its_batches(admin_client, da
         {"edition": data.original.pk, "kind": "grade", "mode": "batch"},
     )
     run = ScoringRun.objects.get()
-    assert response.status_code == 302 and run.mode == "batch"
+    assert response.status_code == 303 and run.mode == "batch"
     batch = JudgeBatch.objects.get(run=run)
     detail = admin_client.get(reverse("scoring:run-detail", kwargs={"pk": run.pk})).content
     detail = detail.decode()

@@ -196,3 +196,13 @@ def test_a_key_the_models_answers_alone_disfavour_is_raised_low_with_the_reason_
         "models' answers alone favour 'd.' 2.0 to 1 over the key's (4 of 10 answers read say "
         "'d.', 6 the key's 'd')"
     )
+
+
+def test_an_unparsed_verdict_is_not_adverse():
+    # rule 4's adverse verdicts are `wrong` and `ungradeable` (scoring.models.ADVERSE_VERDICTS);
+    # an auditor whose reply could not be parsed (verdict None) says nothing against the key.
+    unparsed = {"verdicts": [{"verdict": "wrong"}, {"verdict": None}]}
+    p = evidence_priority([("single_auditor_flag", unparsed)])
+    assert (p.points, p.reasons) == (500, "one auditor adverse")  # 0.5 ban, not 0.7
+    two = {"verdicts": [{"verdict": "wrong"}, {"verdict": "ungradeable"}]}
+    assert evidence_priority([("single_auditor_flag", two)]).points == 700

@@ -577,7 +577,7 @@ def test_rescore_resume_sends_the_remaining_pairs(
 
 def test_chunks_cover_every_pair_once_and_ramp_up_on_long_runs():
     """Long runs start with 1/4, 2/4, 3/4 chunks (staggered worker boundaries), short ones do not."""
-    from scoring.tasks import chunk_bounds
+    from scoring.engine.chunking import chunk_bounds
 
     long_run = chunk_bounds(5000, 1000)
     assert [end - start for start, end in long_run] == [250, 500, 750, 1000, 1000, 1000, 500]
@@ -885,3 +885,22 @@ def test_in_process_retries_are_bounded_in_time_and_the_wait_says_what_for(
     assert "retry 1 of at most 8, within 45 s in all (SNAGLIST_EAGER_RETRY_SECONDS)" in said[0]
     assert "that is the last try: pairs still unavailable then fail" in said[-1]
     assert not any("last try" in line for line in said[:-1])
+
+
+def test_a_completed_rescore_sends_the_boards_refresh_by_name(
+    data, fake_backend, django_capture_on_commit_callbacks, monkeypatch
+):
+    # The run machinery names the board's task (it may not import the board above it);
+    # the task keeps its registered name from before it moved, so queued messages resolve.
+    from config.celery import app
+    from scoring import board_tasks
+    from scoring.services.runs import BOARD_REFRESH_TASK
+
+    app.loader.import_default_modules()
+    assert app.tasks[BOARD_REFRESH_TASK].name == "scoring.refresh_leaderboard"
+    assert app.tasks[BOARD_REFRESH_TASK].run.__module__ == board_tasks.__name__
+    warmed: list[int] = []
+    monkeypatch.setattr(board_tasks, "leaderboard_refresh", lambda run: warmed.append(run.pk))
+    corrected = publish_correction(data, question_index=0)
+    run = _run(corrected, data.judges, django_capture_on_commit_callbacks)
+    assert run.status == "complete" and warmed == [run.pk]

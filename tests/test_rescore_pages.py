@@ -145,7 +145,7 @@ def test_rescore_button_creates_a_run_and_enqueues_it_after_commit(
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = admin_client.post("/runs/new/", {"edition": corrected.pk, "kind": "grade"})
     run = ScoringRun.objects.get()
-    assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
+    assert response.status_code == 303 and response["Location"] == f"/runs/{run.pk}/"
     assert (run.status, run.needed, len(fake_backend.calls)) == (
         "pending",
         6,
@@ -178,7 +178,7 @@ def test_cancel_button_stops_an_active_run(admin_client, data):
         edition=data.original, judges=data.auditors, kind="audit", enqueue=False
     )
     response = admin_client.post(f"/runs/{run.pk}/cancel/")
-    assert response.status_code == 302
+    assert response.status_code == 303  # See Other (core.views.done)
     run.refresh_from_db()
     assert run.status == "cancelled"
 

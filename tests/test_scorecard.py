@@ -65,6 +65,21 @@ def test_counts_and_precision_against_human_decisions(closed_items):
     assert "| Strong models marked down against their record | 4 | 1 | 3 | 1 | 1 | 1 | 67% |" in md
 
 
+def test_an_auditor_whose_verdict_was_not_parsed_raised_nothing(world):
+    # rule 4's adverse verdicts (scoring.models.ADVERSE_VERDICTS): wrong and ungradeable;
+    # a null verdict (the reply could not be parsed) is not one
+    item = ReviewItemFactory(question=world.q(0), benchmark=world.benchmark, status=S.OPEN)
+    detail = {
+        "verdicts": [
+            {"auditor": "a1", "verdict": "ungradeable"},
+            {"auditor": "a2", "verdict": None},
+        ]
+    }
+    EvidenceFactory(item=item, kind="single_auditor_flag", detail=detail)
+    card = detector_scorecard(world.benchmark)
+    assert sorted(rows(card, "auditors")) == ["a1"]
+
+
 def test_report_json_carries_the_scorecard(closed_items, capsys):
     call_command("report", benchmark="demo", format="json")
     doc = json.loads(capsys.readouterr().out)

@@ -137,7 +137,6 @@ def test_code_reads_the_knobs_from_settings_at_call_time(settings):
         ("SNAGLIST_BOOTSTRAP", "-3", "SNAGLIST_BOOTSTRAP must be at least 1, not -3"),
         ("SNAGLIST_BOOTSTRAP_SEED", "seed", "SNAGLIST_BOOTSTRAP_SEED must be an integer"),
         ("SNAGLIST_AUDIT_EXCLUSION_RULE", "both", "must be one of 'any_adverse', 'same_verdict'"),
-        ("SNAGLIST_AUDIT_FOLLOW_UP_TASK", "not a task", "must be a Celery task name"),
         ("SNAGLIST_CONSENSUS_SHARE", "1.2", "SNAGLIST_CONSENSUS_SHARE must be at most 1, not 1.2"),
         ("SNAGLIST_CONSENSUS_MIN_MODEL_SCORE", "101", "must be at most 100, not 101"),
         ("SNAGLIST_CLAIM_MINUTES", "0", "SNAGLIST_CLAIM_MINUTES must be at least 1, not 0"),

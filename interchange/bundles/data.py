@@ -64,7 +64,7 @@ class BundleData:
     publications: dict[str, dict[str, Any]] = field(default_factory=dict)
     judge_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     audit_log: list[dict[str, Any]] = field(default_factory=list)
-    # (core.bundle_parts.BundlePart, its validated payload); rows per part file
+    # (a part of interchange.bundles.parts.BUNDLE_PARTS, its validated payload); rows per part file
     parts: list[tuple[Any, Any]] = field(default_factory=list)
     part_counts: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)

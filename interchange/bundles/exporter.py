@@ -30,8 +30,8 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 
-from core.bundle_parts import parts
 from interchange.bundles.history_export import add_history
+from interchange.bundles.parts import BUNDLE_PARTS
 from interchange.bundles.rows import ORIGINAL, count_rows
 from questions.errata import errata_for_edition
 from questions.models import (
@@ -99,7 +99,7 @@ def build_files(benchmark: Benchmark, edition_name: str | None = None) -> dict[s
         )
     _add_verdicts(files, chain, judge_pv)
     add_history(files, benchmark, chain, _jsonl)
-    for part in parts():
+    for part in BUNDLE_PARTS:
         for name, rows in part.export(benchmark, chain).items():
             if rows:
                 files[name] = _jsonl(rows)

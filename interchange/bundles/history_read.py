@@ -15,11 +15,12 @@ import re
 from datetime import datetime
 from typing import Any
 
-from core.bundle_parts import Known, parts
 from interchange.bundles.data import BundleData
+from interchange.bundles.parts import BUNDLE_PARTS
 from interchange.bundles.problems import Problems
 from interchange.bundles.rows import MAX, ORIGINAL, Row, iter_jsonl, nul_path, type_name
 from interchange.bundles.source import BundleSource
+from review.bundle_history import Known
 
 PUBLICATIONS = "publications.jsonl"
 JUDGE_SETTINGS = "judge_settings.jsonl"
@@ -66,9 +67,9 @@ def read_history(source: BundleSource, p: Problems, b: BundleData) -> None:
 
 
 def _parts(source: BundleSource, p: Problems, b: BundleData) -> None:
-    """Read the files of the registered bundle parts (core.bundle_parts: review's history)."""
+    """Read the files of the registered bundle parts (interchange.bundles.parts: review's history)."""
     known = Known(frozenset(b.questions), (ORIGINAL, *b.editions))
-    for part in parts():
+    for part in BUNDLE_PARTS:
         present = [name for name in part.files if source.exists(name)]
         if not present:
             continue

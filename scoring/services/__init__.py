@@ -43,7 +43,6 @@ from scoring.services.pairs import (
 )
 from scoring.services.runs import (
     heal_runs,
-    leaderboard_refresh,
     pending_pairs,
     rescore_after_publish,
     rescore_request,
@@ -88,7 +87,6 @@ __all__ = [
     "heal_runs",
     "judge_backend",
     "judge_backend_config",
-    "leaderboard_refresh",
     "pair_lease_seconds",
     "pending_pairs",
     "poll_batches",

@@ -8,7 +8,8 @@ settles the pair(s); the last pair to settle flips the run to complete/failed wi
 conditional update (`scoring_run_finish`), and only that caller sends the follow-up task
 (`on_complete`).
 
-Never imports review/: a caller that wants work done after a run passes a task name.
+Never imports review/: a caller that wants work done after a run passes a task name. Nor
+the board above it: a finished re-scoring run sends BOARD_REFRESH_TASK by name.
 Top of scoring.services.
 """
 
@@ -28,6 +29,7 @@ from django.utils import timezone
 
 from questions.errors import DomainError, InvalidTransitionError
 from questions.models import KeyEdition
+from scoring.engine.chunking import chunk_bounds
 from scoring.models import Judge, RescoreRequest, RunItem, ScoringRun
 from scoring.services.ledger import free_dead_leases, free_dead_limiter_slots
 from scoring.services.pairs import (
@@ -41,6 +43,9 @@ from scoring.services.tunables import resend_due_at, stall_seconds
 from scoring.services.work import ACTIVE_STATUSES, append_note
 
 logger = logging.getLogger(__name__)
+# The board's task that warms a finished re-scoring run's leaderboard (scoring.board_tasks),
+# sent by name: the board sits above the runs and reads their costs.
+BOARD_REFRESH_TASK = "scoring.refresh_leaderboard"
 
 
 def scoring_run_create(
@@ -205,12 +210,11 @@ def scoring_run_resume(
 
 def first_chunk_work(run: ScoringRun) -> list[Any]:
     """Return the rows (judge, key_entry, response) of the first chunk a resumed run would
-    send: its pending pairs in order, cut as scoring.tasks.chunk_bounds cuts them."""
+    send: its pending pairs in order, cut as scoring.engine.chunking.chunk_bounds cuts them."""
     from types import SimpleNamespace
 
     from questions.models import KeyEntry, Response
     from scoring.services.tunables import chunk_size
-    from scoring.tasks import chunk_bounds
 
     pairs = pending_pairs(run=run)
     if not pairs:
@@ -283,9 +287,7 @@ def _after_finish(run: ScoringRun) -> None:
 
     def send() -> None:
         if complete and kind_grade:
-            from scoring.tasks import refresh_leaderboard
-
-            refresh_leaderboard.delay(run_id)
+            send_follow_up(BOARD_REFRESH_TASK, run_id)
         if follow_up:
             send_follow_up(follow_up, run_id)
 
@@ -310,23 +312,6 @@ def send_follow_up(task_name: str, run_id: int) -> bool:
         return False
     task.apply_async(args=[run_id])
     return True
-
-
-def leaderboard_refresh(*, run: ScoringRun) -> None:
-    """Compute the finished run's edition leaderboard into the cache (the board is versioned
-    by its data, so this only warms it); for a draft edition (a preview re-score) its impact
-    preview too (`scoring.impact.draft_impact`), so the editor's next view is served from
-    the cache. A failure is logged, never raised."""
-    try:
-        from scoring.selectors import board_for_edition
-
-        board_for_edition(run.edition)
-        if not run.edition.is_published():
-            from scoring.impact import draft_impact
-
-            draft_impact(run.edition)
-    except Exception:  # noqa: BLE001 - a cache warm-up must not undo a finished run
-        logger.exception("leaderboard refresh after run %s failed", run.pk)
 
 
 def rescore_after_publish(edition_id: int) -> ScoringRun | None:
