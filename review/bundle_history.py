@@ -2,7 +2,7 @@
 line with its evidence, citation checks and proposals nested in it.
 
 Interchange, the layer above review (as `dumpdata` sits above every app), calls `PART` on
-export and import (interchange.bundles.data.BUNDLE_PARTS); review never imports
+export and import (interchange.bundles.parts.BUNDLE_PARTS); review never imports
 interchange. Users by user name; key entries by the
 name of the edition that holds them (the entry of the item's question in that edition);
 times as ISO 8601 with a UTC offset. Format: docs/bundle-format.md ("Review history").
@@ -11,37 +11,12 @@ times as ISO 8601 with a UTC offset. Format: docs/bundle-format.md ("Review hist
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from core.bundle_parts import Known, Problem, Target
 from questions.models import KeyEntry
 from review.models import CitationCheck, Evidence, Proposal, ReviewItem, Source
-
-Problem = Callable[[str, int, str, str], None]
-
-
-@dataclass(frozen=True)
-class Known:
-    """What the rest of the bundle holds, for a part's `read`: question ids, edition names
-    (`original` first, in chain order)."""
-
-    question_ids: frozenset[str]
-    editions: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where a part's `write` puts its rows: the benchmark, question id -> Question pk,
-    `entry(edition, question_id)` -> the KeyEntry pk written in that edition for that
-    question (None when there is none), and user name -> user."""
-
-    benchmark: Any
-    question_pk: dict[str, int]
-    entry: Callable[[str, str], int | None]
-    users: dict[str, Any]
-
 
 FILE = "review_items.jsonl"
 USERNAME_MAX = 150

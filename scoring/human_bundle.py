@@ -1,7 +1,7 @@
 """The blind grading sample's part of a bundle (issue 31 item 2): `human_grades.jsonl`.
 
 One line per sampled response, with the sample's fields repeated on every line and the
-people's grades nested in it. Registered with core.bundle_parts in scoring.apps, so the
+people's grades nested in it. Listed in interchange.bundles.parts.BUNDLE_PARTS, so the
 bundle exporter, reader and importer carry it all-or-nothing with FILE:LINE problems.
 Users by user name (a missing one is created inactive by interchange); key entries by the
 name of the edition that holds them; times ISO 8601 with a UTC offset. Format:

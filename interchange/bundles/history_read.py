@@ -15,12 +15,12 @@ import re
 from datetime import datetime
 from typing import Any
 
+from core.bundle_parts import Known
 from interchange.bundles.data import BundleData
 from interchange.bundles.parts import BUNDLE_PARTS
 from interchange.bundles.problems import Problems
 from interchange.bundles.rows import MAX, ORIGINAL, Row, iter_jsonl, nul_path, type_name
 from interchange.bundles.source import BundleSource
-from review.bundle_history import Known
 
 PUBLICATIONS = "publications.jsonl"
 JUDGE_SETTINGS = "judge_settings.jsonl"

@@ -12,11 +12,11 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
+from core.bundle_parts import Target
 from core.services import audit_log_restore
 from interchange.bundles.history_read import AUDIT_LOG, JUDGE_SETTINGS, PUBLICATIONS
 from interchange.bundles.import_base import ImportBase
 from questions.models import KeyEdition, KeyEntry
-from review.bundle_history import Target
 from scoring.models import Judge
 
 JUDGE_SETTING_FIELDS = ("base_url", "api_key_env", "backend_settings", "active")
