@@ -15,7 +15,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 HOST ?= 127.0.0.1
 PORT ?= 8000
 # The product's own packages, byte-compiled before each demo and test run (see bytecode).
-APPS := config core questions review scoring public interchange manage.py
+APPS := config core questions review scoring public interchange engine judges manage.py
 INSTALL_SYSTEM_PACKAGES ?= 1
 START_SERVICES ?= 1
 # Fixed passwords for the demo users (`make demo DEMO_PASSWORD=...`); only `demo` sees it.

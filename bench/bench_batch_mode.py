@@ -16,7 +16,7 @@ PostgreSQL server's CPU is not included):
 - submit: `scoring.run_start`: chunks of SNAGLIST_RESCORE_CHUNK pairs, each claimed,
   recorded (JudgeBatch + "started" ledger rows), rendered, built by the live request
   builders and uploaded to the vendor (one batch per judge per chunk);
-- settle: `scoring.services.poll_batches` once (the body of the `scoring.poll_batches`
+- settle: `scoring.runs.services.poll_batches` once (the body of the `scoring.poll_batches`
   task): every batch retrieved (ended at once on the loopback server), its results
   downloaded, parsed and settled through the ledger.
 Not timed: the SDKs' first import and client (a worker does that once), closing the run
@@ -72,9 +72,9 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
 
-    from scoring import services
     from scoring.models import Grade, JudgeBatch, JudgeCall
-    from scoring.tasks import run_start
+    from scoring.runs import services
+    from scoring.runs.tasks import run_start
     from tests.worker_fixtures import build_benchmark
 
     data = build_benchmark(
@@ -95,7 +95,7 @@ def main() -> None:
     pairs = run.needed
     # Not timed: a worker process imports the SDKs once (config.celery.warm_imports), not
     # per call; the run's follow-up (closing it, warming its leaderboard) is not batch work.
-    from scoring.services.backends import judge_backend
+    from scoring.runs.services.backends import judge_backend
 
     for judge in data.judges:
         backend = judge_backend(judge)

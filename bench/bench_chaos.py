@@ -289,9 +289,9 @@ def run(args: argparse.Namespace) -> dict:
     django.setup()
     from django.db import connection
 
-    from scoring import services
     from scoring.models import Grade, JudgeCall, RunItem, ScoringRun
-    from scoring.runs_selectors import paid_again_calls
+    from scoring.runs import services
+    from scoring.runs.selectors import paid_again_calls
     from tests.worker_fixtures import CeleryWorker
 
     rng = random.Random(args.seed)

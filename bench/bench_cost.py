@@ -25,9 +25,9 @@ order and their lines form the "## Cost" section of bench/README.md, each under 
 heading; a run of some sections (`--only`) replaces those subsections and keeps the others
 (merge). Each run re-scores every pair at a prompt version (set_version forgets the bench's
 grades at it):
-- estimate: scoring.estimate.estimate_run before any call, then a judge-v1 run; the
+- estimate: scoring.runs.estimate.estimate_run before any call, then a judge-v1 run; the
   judge-v2 re-score estimated (calibrated on the judge-v1 calls), then run; each estimate
-  against the following run's ledger (scoring.costs.calls_cost).
+  against the following run's ledger (scoring.runs.costs.calls_cost).
 - batch: the judge-v2 re-score again in batch mode (run_start, then scoring.poll_batches
   applied until settled) against the live one; its estimate calibrated on judge-v2 calls.
 - cache: judge-v1 against judge-v2, the share of input read from the prompt cache.
@@ -197,10 +197,10 @@ def grade_run(ctx: Context, version: str, mode: str = "live") -> dict[str, Any]:
     Timings: wall, and CPU of this process's main thread (time.thread_time: the loopback
     server's thread is left out), for the submit (run_start) and settle (the polls) phases;
     a live run is all "submit"."""
-    from scoring import services
-    from scoring.costs import calls_cost
     from scoring.models import JudgeCall
-    from scoring.tasks import poll_batches, run_start
+    from scoring.runs import services
+    from scoring.runs.costs import calls_cost
+    from scoring.runs.tasks import poll_batches, run_start
 
     judges = set_version(ctx, version)
     tee = TeeCache()
@@ -243,8 +243,8 @@ def grade_run(ctx: Context, version: str, mode: str = "live") -> dict[str, Any]:
 
 def prefix_tokens(ctx: Context, version: str) -> list[int]:
     """Return the loopback token count of each question's shared prompt prefix at `version`."""
-    from scoring.judges import GradingInput, render_judge_prompt
-    from scoring.services.backends import citation_text
+    from judges import GradingInput, render_judge_prompt
+    from scoring.runs.services.backends import citation_text
     from tests.judge_server import count_tokens
 
     entries = ctx.edition.entries.select_related("question", "citation_document")
@@ -260,8 +260,8 @@ def prefix_tokens(ctx: Context, version: str) -> list[int]:
 
 def replay_cost(ctx: Context, result: dict[str, Any], n: int) -> Decimal:
     """Return the run's cost had the caches held prefixes from `n` tokens on: the replayed
-    input, cache reads and writes, the ledger's output tokens, priced by scoring.costs."""
-    from scoring.costs import Prices, tokens_cost
+    input, cache reads and writes, the ledger's output tokens, priced by scoring.runs.costs."""
+    from scoring.runs.costs import Prices, tokens_cost
 
     total = Decimal(0)
     for judge in ctx.judges:
@@ -328,7 +328,7 @@ def section_cache(ctx: Context) -> list[str]:
         f" {len(ctx.judges)} judges. Runs (eager, one process, loopback latency 0): judge-v1"
         f" {v1['wall_s']:.0f} s, judge-v2 {v2['wall_s']:.0f} s; every pair graded, none failed.",
         "- Each layout's row at the run's minimum is the product's own figure (the runs' JudgeCall",
-        "  usage priced by scoring.costs.calls_cost), checked against the server's count of the",
+        "  usage priced by scoring.runs.costs.calls_cost), checked against the server's count of the",
         "  input tokens it billed; the other rows price the replayed counts by the same formula.",
         "- At the vendors' 1,024-token minimum nothing is cached with either layout: judge-v2's",
         f"  shared prefix (its instructions, scale, question, key and citation) is a median"
@@ -357,9 +357,9 @@ def scale_text(ctx: Context) -> str:
 
 
 def estimate_now(ctx: Context, version: str) -> Any:
-    """Return scoring.estimate.estimate_run for a re-score of the edition by the bench's
+    """Return scoring.runs.estimate.estimate_run for a re-score of the edition by the bench's
     judges at `version` (set_version first: every pair needed), as an admin would see it."""
-    from scoring.estimate import estimate_run
+    from scoring.runs.estimate import estimate_run
 
     return estimate_run(edition=ctx.edition, judges=set_version(ctx, version))
 
@@ -404,8 +404,8 @@ def section_estimate(ctx: Context) -> list[str]:
         "### The estimate against the actual (issue 20 item 3)",
         "",
         scale_text(ctx),
-        "`scoring.estimate.estimate_run` for a re-score of every pair, against the ledger of",
-        "the run that followed (`scoring.costs.calls_cost`: input tokens include the cached",
+        "`scoring.runs.estimate.estimate_run` for a re-score of every pair, against the ledger of",
+        "the run that followed (`scoring.runs.costs.calls_cost`: input tokens include the cached",
         "ones; cost at the live prices above). Error = (estimate - actual) / actual.",
         "",
         "| estimate | figure | estimate | actual | error |",
@@ -429,8 +429,8 @@ def section_estimate(ctx: Context) -> list[str]:
         "  come nowhere near: a ceiling, not an estimate, as the basis says.",
         "- (b) is calibrated on the judge-v1 run (input and output tokens). No judge-v2 call",
         "  exists yet, so the new layout's cached share cannot be observed",
-        "  (`scoring.estimate.cached_share` counts calls at the judge's current prompt version",
-        "  only) and is predicted from the layout (`scoring.estimate.predict_cached`): the",
+        "  (`scoring.runs.estimate.cached_share` counts calls at the judge's current prompt version",
+        "  only) and is predicted from the layout (`scoring.runs.estimate.predict_cached`): the",
         "  first w calls of a question (w: the judge's calls in flight, 8) go out before any",
         "  is answered and miss; the others read the question's shared prefix (the judge-v2",
         "  text before the response; its characters / the calibrated characters a token) from",

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from readme_section import write_section  # noqa: E402 (bench/ is sys.path[0])
 
-from scoring.engine import (  # noqa: E402
+from engine import (  # noqa: E402
     GradeTable,
     compare_leaderboards,
     compute_agreement,
@@ -168,7 +168,7 @@ def render(results: dict[str, dict]) -> str:
     lines = [
         SECTION,
         "",
-        "`bench/bench_engine.py` (pure `scoring/engine`, no database): seeded synthetic grades,",
+        "`bench/bench_engine.py` (pure `engine`, no database): seeded synthetic grades,",
         "two judges, scale 0/1/2, 20 categories, 4 % of questions excluded, 0.5 % null grades,",
         "a corrected key re-grading 3 % of questions. Timed once each, in a fresh process with",
         "imports warmed: building both `GradeTable`s from DataFrames, `compute_leaderboard`",

@@ -7,13 +7,13 @@ there if it is missing, and a sample of 30 responses graded once, 8 of them twic
 
 Timed, CPU time of this process (time.process_time), best of 3, in the same run:
 
-- reference: `scoring.report.build_report` of the demo's latest published edition with
-  `scoring.human.human_figures` switched off (the report as before this issue; its board
+- reference: `scoring.board.report.build_report` of the demo's latest published edition with
+  `scoring.board.human.human_figures` switched off (the report as before this issue; its board
   cached, as on the page);
 - `build_report` with the section, its figures cached (every view but the first after a
   grade), and the section's figures computed uncached (1,000 stratified bootstrap
   resamples, the default; once);
-- `scoring.engine.human.human_agreement` alone on synthetic samples of 30, 100 and 300
+- `engine.human.human_agreement` alone on synthetic samples of 30, 100 and 300
   human grades (2 judges, 6 models), against one evaluation of its statistics.
 
 Prints the ratios against the reference and the load average.
@@ -62,7 +62,7 @@ def _grades(benchmark) -> None:
     import numpy as np
     from django.contrib.auth.models import User
 
-    from scoring.human import human_grade_record, human_sample_draw, latest_sample
+    from scoring.board.human import human_grade_record, human_sample_draw, latest_sample
 
     if latest_sample(benchmark) is not None:
         return
@@ -80,7 +80,7 @@ def _grades(benchmark) -> None:
 def _synthetic(n: int):
     import numpy as np
 
-    from scoring.engine.human import HumanUnits, inverse_probability_weights
+    from engine.human import HumanUnits, inverse_probability_weights
 
     rng = np.random.default_rng(n)
     judges = rng.integers(0, 3, (n, 2)).astype(float)
@@ -104,9 +104,9 @@ def main() -> None:
     edition = _setup()
     import numpy as np
 
-    import scoring.human as human
-    from scoring.engine.human import _Stats, human_agreement
-    from scoring.report import build_report
+    import scoring.board.human as human
+    from engine.human import _Stats, human_agreement
+    from scoring.board.report import build_report
     from scoring.selectors import load_edition_grades
 
     real = human.human_figures

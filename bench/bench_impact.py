@@ -11,10 +11,10 @@ against their entries, and a draft `corrected-2` is opened with 20 corrections (
 as a preview re-score would) and 10 removals. Timed, best of a few repeats, with a
 process-local cache:
 
-- `scoring.impact.draft_impact(draft)`: the whole-draft preview (the report's comparison
+- `scoring.board.impact.draft_impact(draft)`: the whole-draft preview (the report's comparison
   plus each change alone), with an empty cache, with only the two leaderboards cached
   (the usual case: a finished run warms its edition's board) and with a warm cache;
-- `scoring.impact.pending_impacts(draft, 30 removals)`: the approvals page's impact column,
+- `scoring.board.impact.pending_impacts(draft, 30 removals)`: the approvals page's impact column,
   cold and warm;
 - the naive alternative: a full `compute_leaderboard` (1,000 bootstrap resamples) of the
   draft without each question, per proposal (3 timed, scaled to 30).
@@ -129,9 +129,9 @@ def main() -> None:
     from django.conf import settings
     from django.core.cache import cache
 
+    from engine import compute_leaderboard
     from questions.models import KeyEdition, KeyEntry
-    from scoring.engine import compute_leaderboard
-    from scoring.impact import draft_impact, pending_impacts
+    from scoring.board.impact import draft_impact, pending_impacts
     from scoring.selectors import board_for_edition, load_edition_grades
 
     draft = KeyEdition.objects.get(benchmark__name=BENCHMARK, name="corrected-2")

@@ -326,8 +326,8 @@ def run(args: argparse.Namespace) -> dict:
     import redis
     from django.utils import timezone
 
-    from scoring import services
     from scoring.models import Grade, ScoringRun
+    from scoring.runs import services
     from tests.worker_fixtures import CeleryWorker, build_benchmark
 
     redis.Redis.from_url(REDIS_URL).flushdb()  # the benchmark's own db (12 unless --redis-url)
@@ -503,7 +503,7 @@ def render(r: dict, full: bool, runs: list[dict] | None = None) -> str:
 
 `bench/bench_judge_throughput.py`{" --full" if full else ""}{f" --repeat {len(runs)}" if len(runs) > 1 else ""} (issue 5, "Speed"): a real Celery worker
 ({"`-P threads -c " + str(r["threads"]) + "`" if r["procs"] == 1 else "`-P prefork -c " + str(r["procs"]) + "`"}, PostgreSQL, Redis) grades every (response, judge) pair through the
-openai backend (the SDK's headers and errors, the request sent by scoring.judges.direct over aiohttp) against `tests/judge_server.py` with a fixed {r["latency"] * 1000:.0f} ms latency;
+openai backend (the SDK's headers and errors, the request sent by judges.direct over aiohttp) against `tests/judge_server.py` with a fixed {r["latency"] * 1000:.0f} ms latency;
 two judges, each limited to `concurrency` {r["concurrency"]} by its Redis limiter; chunks of {r["chunk"]} pairs.
 Timed from sending `scoring.run_start` to the worker closing the run (its finished_at).
 
@@ -518,8 +518,8 @@ Timed from sending `scoring.run_start` to the worker closing the run (its finish
 - Run: {r["status"]}, {r["graded"]:,} graded, {r["failed"]} failed, {r["grades"]:,} grade rows.
 - Target (<= 1.15 x floor{", every run" if len(runs) > 1 else ""}): {"met" if ok_time else "NOT met"}; worker memory < 500 MB: {"met" if ok_mem else "NOT met"}.
 - Worker ({"one process, `-P threads`" if r["procs"] == 1 else f"`-P prefork -c {r['procs']}`"}): each process has one asyncio
-  event loop (scoring/judges/aio.py) on which a chunk's calls run as coroutines through the
-  openai backend's direct call over aiohttp (scoring.judges.direct: the SDK client's URL,
+  event loop (judges/aio.py) on which a chunk's calls run as coroutines through the
+  openai backend's direct call over aiohttp (judges.direct: the SDK client's URL,
   headers and error classes without its per-request pipeline). A call holds its judge's slot only while its request is on the wire: the limiter
   sits in the HTTP transport, so the SDK's request building and reply parsing are outside
   it. The task's own thread does the database work in batches: it claims the chunk's pairs

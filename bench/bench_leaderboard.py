@@ -140,14 +140,14 @@ def measure(repeats: int) -> dict:
     from django.conf import settings
     from django.db import connection
 
-    from questions.models import KeyEdition
-    from scoring.engine import (
+    from engine import (
         agreed_grades,
         compare_leaderboards,
         compute_agreement,
         compute_leaderboard,
         grade_changes,
     )
+    from questions.models import KeyEdition
     from scoring.selectors import effective_entries, grade_rows, load_edition_grades, scoring_judges
 
     original = KeyEdition.objects.get(benchmark__name=BENCHMARK, name="original")

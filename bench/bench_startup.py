@@ -133,7 +133,7 @@ board, not by settings, middleware or URL loading).
 How: the Makefile compiles the venv's bytecode once after installing (`compileall -j0`,
 ~15 s on 2 cores; these machines set PYTHONDONTWRITEBYTECODE=1, so without it every
 process compiled Django, DRF and the rest from source); pandas is imported lazily in
-`scoring/selectors.py` and `scoring/engine/table.py` / `robustness.py`. Before (cfd5b7b, same
+`scoring/selectors.py` and `engine/table.py` / `robustness.py`. Before (cfd5b7b, same
 venv without bytecode): 3.2 s CPU for our check, pandas imported by `config.middleware`.
 
 Re-run: `.venv/bin/python bench/bench_startup.py` (rewrites this section only).

@@ -12,8 +12,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("snaglist")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-# scoring's tasks live in two modules: the runs' (scoring.tasks) and the board's.
-app.autodiscover_tasks(["scoring"], related_name="board_tasks")
+# scoring's tasks live in its two parts (registered names unchanged: scoring.run_start).
+app.autodiscover_tasks(["scoring.runs", "scoring.board"])
 
 
 @worker_init.connect
@@ -32,7 +32,7 @@ def warm_imports(**_: object) -> None:
         except ImportError:  # an optional transport that is not installed
             pass
     # The judge clients' TLS context (CA bundle loaded, ~100 ms with its imports), once.
-    from scoring.judges.llm import default_tls_context
+    from judges.llm import default_tls_context
 
     default_tls_context()
     # Move everything imported so far out of the cyclic collector's reach (Python's gc.freeze,

@@ -14,7 +14,7 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import choice, flag, names, networks, number
-from scoring.engine.bands import DEFAULT_BAND_GAP
+from engine.bands import DEFAULT_BAND_GAP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -207,7 +207,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 # Periodic work (run `celery -A config beat`, or a worker with -B): a publish whose re-scoring
 # task never reached the broker is started here once the broker is back; runs whose worker
-# died or whose tasks were lost are sent again (scoring.services.runs.heal_runs).
+# died or whose tasks were lost are sent again (scoring.runs.services.runs.heal_runs).
 CELERY_BEAT_SCHEDULE = {
     "sweep-rescore-requests": {"task": "scoring.sweep_rescore_requests", "schedule": 60.0},
     # Runs that heal themselves (issue 19): free dead pair leases, send stalled runs again.
@@ -230,7 +230,7 @@ if REDIS_URL:
             "KEY_PREFIX": env.str("SNAGLIST_CACHE_PREFIX", default="snaglist"),
             # Cached values are pickles that name their classes' modules: bump VERSION when a
             # cached class moves, or a deploy reads values it cannot unpickle (issue 29 moved
-            # scoring.engine to engine/: ModuleNotFoundError on a board cached before).
+            # engine to engine/: ModuleNotFoundError on a board cached before).
             "VERSION": 2,
         }
     }
@@ -314,7 +314,7 @@ SNAGLIST_READER_REPORTS_PER_BENCHMARK = number(
 SNAGLIST_CONFIRMATION_NEEDS_APPROVAL = flag("SNAGLIST_CONFIRMATION_NEEDS_APPROVAL", default=False)
 SNAGLIST_IMPORT_ERROR_CAP = number("SNAGLIST_IMPORT_ERROR_CAP", int, 200, minimum=1)
 
-# --- Re-scoring workers (scoring.services.tunables, scoring.tasks) -------------
+# --- Re-scoring workers (scoring.runs.services.tunables, scoring.runs.tasks) -------------
 # Pairs per scoring.grade_chunk task. Each chunk ends by draining its calls and the next
 # begins by loading its rows, so small chunks leave judge slots idle: on the throughput bench
 # (bench/README.md) chunks of 50 gave 1.48x the floor, 250 1.29x, 500 1.25x, 1,000
@@ -346,7 +346,7 @@ SNAGLIST_RESCORE_MAX_RETRIES = number("SNAGLIST_RESCORE_MAX_RETRIES", int, 8, mi
 # again by later re-scoring runs, one ask per run (0: never; issue 17). Past it, triage
 # files the question as evidence `unparsed_replies`.
 SNAGLIST_UNPARSED_RETRIES = number("SNAGLIST_UNPARSED_RETRIES", int, 2, minimum=0)
-# Batch mode (issue 20; scoring.services.batch_mode): seconds between polls of the vendor
+# Batch mode (issue 20; scoring.runs.services.batch_mode): seconds between polls of the vendor
 # batches still out (the `scoring.poll_batches` beat entry). Vendors finish a batch within
 # 24 h, often within minutes; a poll is one GET per open batch.
 SNAGLIST_BATCH_POLL_SECONDS = CELERY_BEAT_SCHEDULE["poll-batches"]["schedule"]
@@ -367,7 +367,7 @@ SNAGLIST_RESCORE_RETRY_BASE_SECONDS = number(
 
 # --- Where judges may send calls, and which variables may hold their keys (issue 26) ----
 # A judge's base_url and api_key_env may come from a bundle (untrusted): the judges package
-# checks them before every call (scoring.judges.endpoint; docs/admin.md, "Judges' addresses
+# checks them before every call (judges.endpoint; docs/admin.md, "Judges' addresses
 # and keys"). A key variable's name must begin with one of these prefixes or be one of the
 # allowed names (the vendors' SDK defaults by default).
 SNAGLIST_JUDGE_KEY_ENV_PREFIX = names("SNAGLIST_JUDGE_KEY_ENV_PREFIX", ("SNAGLIST_JUDGE_KEY_",))

@@ -48,7 +48,7 @@ def forbidden(request: HttpRequest, message: str, *, status: int = 403) -> HttpR
         return vary_on_htmx(
             render(
                 request,
-                "403_fragment.html",
+                "_403.html",
                 {"message": message, "reload_url": reload_url},
                 status=status,
             )

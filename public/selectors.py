@@ -16,7 +16,7 @@ from django.http import Http404
 from core.actions import Action
 from core.models import AuditLogEntry
 from questions.models import AuditExclusion, Benchmark, KeyEdition
-from scoring.human import human_changed_at
+from scoring.board.human import human_changed_at
 from scoring.models import Grade
 from scoring.selectors import data_version, scoring_judges
 
@@ -66,7 +66,7 @@ def public_etag(
 
     It changes when an edition is published, the page's figures change
     (`scoring.selectors.data_version` of `edition`: grades, exclusions, the edition chain,
-    the judges; `scoring.human.human_changed_at`: blind human grades), the credit switch
+    the judges; `scoring.board.human.human_changed_at`: blind human grades), the credit switch
     changes, or the query string differs.
     """
     parts = [

@@ -19,17 +19,17 @@ urlpatterns = [
     path(
         "public/<slug:benchmark>/leaderboard.csv",
         require_safe(views.leaderboard_csv),
-        name="leaderboard_csv",
+        name="leaderboard-csv",
     ),
     path(
         "public/<slug:benchmark>/leaderboard.json",
         require_safe(views.leaderboard_json),
-        name="leaderboard_json",
+        name="leaderboard-json",
     ),
     path("public/<slug:benchmark>/report/", require_safe(views.report), name="report"),
-    path("public/<slug:benchmark>/report.md", require_safe(views.report_md), name="report_md"),
+    path("public/<slug:benchmark>/report.md", require_safe(views.report_md), name="report-md"),
     path(
-        "public/<slug:benchmark>/report.json", require_safe(views.report_json), name="report_json"
+        "public/<slug:benchmark>/report.json", require_safe(views.report_json), name="report-json"
     ),
     path("public/<slug:benchmark>/editions/", require_safe(views.editions), name="editions"),
     path("public/<slug:benchmark>/errata/", require_safe(views.errata), name="errata"),
@@ -37,13 +37,13 @@ urlpatterns = [
         "public/<slug:benchmark>/errata.csv",
         require_safe(views.errata_download),
         {"fmt": "csv"},
-        name="errata_csv",
+        name="errata-csv",
     ),
     path(
         "public/<slug:benchmark>/errata.json",
         require_safe(views.errata_download),
         {"fmt": "json"},
-        name="errata_json",
+        name="errata-json",
     ),
     path(
         "public/<slug:benchmark>/errata/<slug:edition>/<str:question>/",
@@ -53,11 +53,11 @@ urlpatterns = [
     path(
         "public/<slug:benchmark>/questions/report/",
         require_safe(views.report_error_choose),
-        name="report_error_choose",
+        name="report-error-choose",
     ),
     path(
         "public/<slug:benchmark>/questions/<str:question>/report/",
         require_http_methods(["GET", "HEAD", "POST"])(views.report_error),
-        name="report_error",
+        name="report-error",
     ),
 ]

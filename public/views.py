@@ -34,16 +34,16 @@ from questions.errors import DomainError, NotFoundError
 from questions.models import Benchmark, KeyEdition, Question
 from review.errors import InvalidInputError, RateLimitedError
 from review.services import reader_report_create
-from scoring.board_views import (
+from scoring.board.report import (
+    LEADERBOARD_CSV_FIELDS,
+    report_markdown,
+)
+from scoring.board.views import (
     board_page_context,
     edition_navigation,
     report_for_selection,
     report_page_context,
     with_default_compare,
-)
-from scoring.report import (
-    LEADERBOARD_CSV_FIELDS,
-    report_markdown,
 )
 from scoring.selectors import BANDINGS, board_for_edition
 from scoring.spreadsheet import csv_text
@@ -119,7 +119,7 @@ def _query(sel: dict[str, Any]) -> str:
 
 
 def _public_doc(sel: dict[str, Any]) -> dict[str, Any]:
-    from scoring.board_views import leaderboard_doc
+    from scoring.board.views import leaderboard_doc
 
     result = board_for_edition(sel["edition"], banding=sel["banding"])
     doc = leaderboard_doc(result, sel["edition"])
@@ -173,15 +173,15 @@ def leaderboard(request: HttpRequest, benchmark: str) -> HttpResponse:
         ctx.update(
             {
                 "page_url": base,
-                "csv_url": reverse("public:leaderboard_csv", args=[benchmark]) + "?" + query,
-                "json_url": reverse("public:leaderboard_json", args=[benchmark]) + "?" + query,
+                "csv_url": reverse("public:leaderboard-csv", args=[benchmark]) + "?" + query,
+                "json_url": reverse("public:leaderboard-json", args=[benchmark]) + "?" + query,
                 "report_url": reverse("public:report", args=[benchmark])
                 + f"?edition={sel['edition'].name}",
                 **edition_navigation(sel, base),
                 "errata_url": reverse("public:errata", args=[benchmark])
                 + f"?edition={sel['edition'].name}",
                 "n_errata": len(errata_for_edition(sel["edition"])),
-                "report_error_url": reverse("public:report_error_choose", args=[benchmark]),
+                "report_error_url": reverse("public:report-error-choose", args=[benchmark]),
             }
         )
         ctx["nav"] = "leaderboard"
@@ -241,8 +241,8 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
             "doc": doc,
             "error": error,
             **report_page_context(doc),
-            "md_url": reverse("public:report_md", args=[benchmark]) + "?" + query,
-            "json_url": reverse("public:report_json", args=[benchmark]) + "?" + query,
+            "md_url": reverse("public:report-md", args=[benchmark]) + "?" + query,
+            "json_url": reverse("public:report-json", args=[benchmark]) + "?" + query,
             "leaderboard_url": reverse("public:leaderboard", args=[benchmark])
             + f"?edition={sel['edition'].name}",
             "page_url": reverse("public:report", args=[benchmark]),
@@ -408,7 +408,7 @@ def report_error_choose(request: HttpRequest, benchmark: str) -> HttpResponse:
     status, unknown = 200, ""
     if wanted:
         if wanted in ids:
-            url = reverse("public:report_error", args=[bench.name, wanted])
+            url = reverse("public:report-error", args=[bench.name, wanted])
             return HttpResponse(status=303, headers={"Location": url})
         status, unknown = 404, wanted
     return render(

@@ -16,7 +16,7 @@ The grade rule (`snaglist_protect_grade`): a role that does not own `scoring_gra
 app's role) may UPDATE a grade only when (1) the stored grade is null (an unparsed reply),
 (2) the pair (response, judge, key entry, prompt version) is unchanged, and (3) the
 transaction set the marker `snaglist.reask_unparsed` to `on` (SET LOCAL, through
-`REASK_MARKER_SQL`, which scoring.services.batching runs before it writes a batch). The
+`REASK_MARKER_SQL`, which scoring.runs.services.batching runs before it writes a batch). The
 marker is a constant in code, never a value read from a bundle or a reply; it guards against
 an accidental ORM update, while (1) and (2) are what bind a role that could run any SQL.
 Each such update writes an audit-log entry (action `grade.reask`) from the trigger itself,

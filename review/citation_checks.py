@@ -14,14 +14,14 @@ the checks a machine can make on every key entry whose cited document has indexe
   (questions.passages.locate_quote, the function the item page uses); names the
   passages that hold it, if any;
 - ``figure_not_in_passage``: a figure of the key answer (a number with a unit, parsed
-  by scoring.judges.figures, units converted: "1.1 m" is "1100 mm") is stated nowhere
+  by judges.figures, units converted: "1.1 m" is "1100 mm") is stated nowhere
   in the cited passage; names the passage's figures of the same dimension, if any;
   (when the stored passage stops mid-sentence or mid-list, :func:`excerpt_cut_off`, the
   finding carries "excerpt_ends" and says "not found in the stored excerpt, which ends
   at ...", since the figure may be in the part not stored; likewise a quote);
 - ``figure_limit_reversed``: a figure of the key answer is stated in the passage, but
   as the opposite limit (the key says "a maximum of 1200mm", the passage "at least
-  1200mm"; limit directions by scoring.judges.figures).
+  1200mm"; limit directions by judges.figures).
 
 No threshold is involved: every check is a yes/no fact about the text (a figure matches
 when it equals a passage figure after unit conversion, within float rounding:
@@ -36,10 +36,10 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from judges.figures import Figure, extract_figures
 from questions.models import KeyEntry, Section
 from questions.passages import locate_quote
 from questions.sources import nearest_locators, normalise_locator
-from scoring.judges.figures import Figure, extract_figures
 
 QUOTE_SHOWN = 120  # characters of the quote repeated in evidence (the item page shows it all)
 
@@ -87,7 +87,7 @@ def load_documents(doc_pks: set[int]) -> dict[int, IndexedDocument]:
 def figure_findings(answer: str, passage: str) -> list[dict[str, Any]]:
     """Return one finding per figure of ``answer`` that ``passage`` does not state as the key does.
 
-    Figures are numbers with units (scoring.judges.figures.extract_figures; bare numbers
+    Figures are numbers with units (judges.figures.extract_figures; bare numbers
     are skipped); a figure is stated when it equals one of the passage's figures after
     unit conversion (Figure.matches). Findings, each distinct answer figure once:
 

@@ -2,7 +2,7 @@
 
 - :func:`highlight` splits a passage into segments, marking the quote (found by
   questions.passages.locate_quote, the rule the item page and triage use) and the key
-  answer's figures (scoring.judges.figures: a passage figure equal to one of the
+  answer's figures (judges.figures: a passage figure equal to one of the
   answer's after unit conversion, Figure.matches).
 - :func:`successor_passage`: for a key entry citing a superseded or withdrawn edition,
   the passage of the edition in force at the same locator, or the nearest locator
@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from judges.figures import extract_figures
 from questions.models import KeyEntry, Section, SourceDocument
 from questions.passages import locate_quote
 from questions.selectors import section_for_locator
 from questions.sources import nearest_locators
 from review.citation_checks import load_documents
-from scoring.judges.figures import extract_figures
 
 __all__ = [
     "Citation",

@@ -18,10 +18,10 @@ from review.cited_passages import change_passages
 from review.errors import DomainError, NotAllowedError
 from review.models import Proposal
 from review.view_helpers import query_without_page
-from scoring import services as scoring_services
-from scoring.estimate import estimate_run, estimate_summary
 from scoring.models import RescoreRequest
-from scoring.runs_permissions import can_view_run
+from scoring.runs import services as scoring_services
+from scoring.runs.estimate import estimate_run, estimate_summary
+from scoring.runs.permissions import can_view_run
 
 
 @require_GET
@@ -143,7 +143,7 @@ def edition_impact(request: HttpRequest, benchmark: str, name: str) -> HttpRespo
     """The impact preview of a key edition (issue 18 item 4): each model's score, rank and
     band under the latest published edition and under this one, and per change the move
     due to that question alone; editors start a preview re-score of a draft from here."""
-    from scoring.impact import draft_impact
+    from scoring.board.impact import draft_impact
 
     edition = get_object_or_404(
         KeyEdition.objects.select_related("benchmark", "parent"),
@@ -190,4 +190,4 @@ def edition_preview_rescore(request: HttpRequest, benchmark: str, name: str) -> 
         return forbidden(request, str(exc))
     except DomainError as exc:
         messages.error(request, str(exc))
-    return done(request, reverse("review:edition_impact", args=[benchmark, name]))
+    return done(request, reverse("review:edition-impact", args=[benchmark, name]))

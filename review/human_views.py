@@ -6,7 +6,7 @@ cited passage, the model's response, and a grade with an optional note; keyboard
 (static/js/human.js and the data-key shortcuts of static/js/snaglist.js). What the page
 never shows: a judge's grade, rationale or flag, the stratum the response was drawn
 from (it would say whether the judges disagreed), or another person's grade. The writes
-are scoring.human's services.
+are scoring.board.human's services.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.roles import Role, has_role
+from judges.prompts import describe_scale
 from questions.errors import DomainError, NotFoundError
 from questions.models import Benchmark
 from review import permissions, selectors
 from review.cited_passages import successor_passage
 from review.view_helpers import requires
-from scoring.human import (
+from scoring.board.human import (
     DEFAULT_SIZE,
     get_item,
     human_grade_record,
@@ -32,7 +33,6 @@ from scoring.human import (
     sample_progress,
 )
 from scoring.human_models import HumanGrade, HumanSample
-from scoring.judges.prompts import describe_scale
 
 
 def _sample(pk: int) -> HumanSample:
@@ -66,23 +66,23 @@ def human_sample_create(request: HttpRequest) -> HttpResponse:
     benchmark = Benchmark.objects.filter(name=request.POST.get("benchmark", "")).first()
     if benchmark is None:
         messages.error(request, "Choose a benchmark to draw the sample from.")
-        return redirect("review:human_index")
+        return redirect("review:human-index")
     try:
         size = int(request.POST.get("size") or DEFAULT_SIZE)
         seed = int(request.POST.get("seed") or 0)
         share = float(request.POST.get("disagree_share") or 0.5)
     except ValueError:
         messages.error(request, "Size and seed must be whole numbers, the share a fraction.")
-        return redirect("review:human_index")
+        return redirect("review:human-index")
     try:
         sample = human_sample_draw(
             benchmark, actor=request.user, size=size, seed=seed, disagree_share=share
         )
     except (DomainError, ValueError) as exc:
         messages.error(request, str(exc))
-        return redirect("review:human_index")
+        return redirect("review:human-index")
     messages.success(request, f"Drew sample {sample.name}: {sample.size} responses to grade blind.")
-    return redirect("review:human_index")
+    return redirect("review:human-index")
 
 
 @require_GET
@@ -93,8 +93,8 @@ def human_next(request: HttpRequest, sample_id: int) -> HttpResponse:
     item = next_item(sample, request.user)
     if item is None:
         messages.success(request, f"You have graded every response of sample {sample.name}.")
-        return redirect("review:human_index")
-    return redirect("review:human_grade", sample_id=sample.pk, position=item.position)
+        return redirect("review:human-index")
+    return redirect("review:human-grade", sample_id=sample.pk, position=item.position)
 
 
 @require_http_methods(["GET", "POST"])
@@ -120,7 +120,7 @@ def human_grade(request: HttpRequest, sample_id: int, position: int) -> HttpResp
         except DomainError as exc:
             error = str(exc)
         else:
-            return redirect("review:human_next", sample_id=sample.pk)
+            return redirect("review:human-next", sample_id=sample.pk)
     entry = item.key_entry
     ctx = {
         "sample": sample,
@@ -146,5 +146,5 @@ def human_grade(request: HttpRequest, sample_id: int, position: int) -> HttpResp
 
 def _neighbour(sample: HumanSample, position: int) -> str:
     if 1 <= position <= sample.size:
-        return reverse("review:human_grade", kwargs={"sample_id": sample.pk, "position": position})
+        return reverse("review:human-grade", kwargs={"sample_id": sample.pk, "position": position})
     return ""

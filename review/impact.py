@@ -1,5 +1,5 @@
 """The approvals page's impact column (issue 18 item 4): what approving each pending
-proposal does to the leaderboard, from `scoring.impact.pending_impacts`."""
+proposal does to the leaderboard, from `scoring.board.impact.pending_impacts`."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 from questions.models import KeyEdition, KeyEntry
 from questions.selectors import latest_published_edition
-from scoring.estimate import estimate_run, estimate_summary
-from scoring.impact import pending_impacts
-from scoring.services import active_graders
+from scoring.board.impact import pending_impacts
+from scoring.runs.estimate import estimate_run, estimate_summary
+from scoring.runs.services import active_graders
 
 
 def open_drafts(benchmark: str = "") -> list[KeyEdition]:

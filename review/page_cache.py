@@ -24,7 +24,7 @@ send no signal).
 The tokens are dropped by `connect_signals` (receivers on save of KeyEdition, AuditExclusion,
 Category, SourceDocument, Section, Judge, PanelMember; a key entry of a published edition never
 changes, questions/migrations/0002) and by the writers that bypass signals: bundle import
-(interchange), `import_sources`, `scoring.services.panel.judge_panel_set`, and the admin's
+(interchange), `import_sources`, `scoring.runs.services.panel.judge_panel_set`, and the admin's
 deletions of documents and passages. No post_delete receiver is connected: it would stop
 Django deleting a benchmark's passages in one statement.
 """

@@ -226,7 +226,7 @@ class ModelRow:
     # filled by model_rows: one GradeCell per judge (judge order)
     cells: list[GradeCell] = field(default_factory=list)
     # the grade the judge panel agreed on (methodology rule 1, asked of the engine:
-    # scoring.engine.agreed_grade_rows over the panel's grades at its pinned prompt
+    # engine.agreed_grade_rows over the panel's grades at its pinned prompt
     # versions), None when the response is not counted; filled by model_rows
     agreed: int | None = None
 
@@ -396,10 +396,10 @@ def model_rows(
     judge's grades, flag reasons and rationales keyed by judge id, the same as `cells` in
     judge order, and `agreed`: the panel's agreed grade as the leaderboard counts it
     (scoring.selectors.scoring_judges: the panel at its pinned prompt versions, or every
-    active judge without a panel; scoring.engine.agreed_grade_rows), so a judge off the
+    active judge without a panel; engine.agreed_grade_rows), so a judge off the
     panel shows its grade but never changes what counts.
     """
-    from scoring.engine import agreed_grade_rows
+    from engine import agreed_grade_rows
     from scoring.selectors import scoring_judges
 
     benchmark = benchmark or question.benchmark

@@ -19,7 +19,7 @@ Methodology rules 3 and 4, and issue 4:
   SNAGLIST_CONSENSUS_MIN_MODEL_SCORE overall (rule 2) — the signature of an out-of-date
   key (the GPDO Class MA case). Rules 1-2 are not computed here: the grades are the
   leaderboard's (scoring.selectors.load_edition_grades) and the agreed grades and model
-  scores come from scoring.engine (`agreed_grades`, `model_scores`), so triage's model
+  scores come from engine (`agreed_grades`, `model_scores`), so triage's model
   scores are the leaderboard's;
 - `superseded_citation`: a citation check failed (review.citation_checks, one evidence
   per failure, its "problem" says which): the cited document is unknown, superseded or
@@ -43,6 +43,8 @@ from django.db import transaction
 
 from core.actions import Action
 from core.services import audit_log
+from engine import agreed_grades
+from engine import model_scores as engine_model_scores
 from questions.models import Benchmark, KeyEdition, Question
 from questions.selectors import (
     key_entries_for_edition,
@@ -64,8 +66,6 @@ from scoring.audit_rule import (
     audit_decisions,
     exclusions_write,
 )
-from scoring.engine import agreed_grades
-from scoring.engine import model_scores as engine_model_scores
 from scoring.models import Grade, Judge
 from scoring.selectors import load_edition_grades
 

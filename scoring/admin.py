@@ -17,8 +17,8 @@ from core.services import audit_log
 from questions.admin import ViewOnlyAdmin
 from questions.errors import DomainError
 from scoring import models as m
-from scoring.services.backends import endpoint_problems
-from scoring.services.judge_access import judge_endpoint, judge_set_active
+from scoring.runs.services.backends import endpoint_problems
+from scoring.runs.services.judge_access import judge_endpoint, judge_set_active
 
 PRICE_COLUMNS = ("price_currency", *m.PRICE_FIELDS)
 
@@ -35,7 +35,7 @@ def _prices(judge: m.Judge | None) -> dict[str, str | None]:
 
 class JudgeForm(forms.ModelForm):
     """The judge form: base_url and api_key_env must pass the settings' EndpointPolicy
-    (scoring.services.backends.endpoint_problems; docs/admin.md)."""
+    (scoring.runs.services.backends.endpoint_problems; docs/admin.md)."""
 
     base_url = forms.URLField(max_length=500, required=False, assume_scheme="https")
 
@@ -64,7 +64,7 @@ class JudgeAdmin(admin.ModelAdmin):
 
     `active` is not edited in the form: the actions "Activate" (a page showing each judge's
     address and key variable first) and "Deactivate" change it, audit-logged
-    (scoring.services.judge_access)."""
+    (scoring.runs.services.judge_access)."""
 
     form = JudgeForm
     readonly_fields = ["active"]

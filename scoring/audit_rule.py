@@ -9,7 +9,7 @@ unchanged ("a single adverse opinion is not evidence"). Each auditor's verdict
 at its current prompt version counts (`audit_decisions` says why).
 
 Used by review's triage (which also queues the review items), by the methodology report
-(scoring.report) and, through `exclude_by_audit`, by the bundle import,
+(scoring.board.report) and, through `exclude_by_audit`, by the bundle import,
 so a benchmark imported with its audits is scored as rule 4 says from the start, and an
 export re-imports to the same exclusions. `exclusions_write` is the one writer of
 exclusions: it writes each with its audit-log entry (core.services.audit_log) in the

@@ -139,7 +139,7 @@ def describe_figures(doc: dict[str, Any]) -> dict[str, str]:
     """Return the one state of a leaderboard document's figures, and it in words.
 
     `doc` carries `complete`, `responses_missing_grade`, `stale`, `stale_reason` and
-    `stale_run_status` (`scoring.board_views.leaderboard_doc`, where `stale` is never true
+    `stale_run_status` (`scoring.board.views.leaderboard_doc`, where `stale` is never true
     beside `complete`: issue 31). Returns {"figures_state": one of FIGURES_STATES,
     "figures_state_words": a sentence}: "complete" (every response of a scored question
     has a grade from each judge of the set), "re-scoring" (a pending or running run owes

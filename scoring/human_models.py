@@ -1,7 +1,7 @@
 """The blind human grading sample (issue 31 item 2): samples, their responses, people's grades.
 
 Imported by scoring.models, so Django finds the models in the scoring app. The draw and
-the weighted figures are scoring.engine.human's; the writes are scoring.human's.
+the weighted figures are engine.human's; the writes are scoring.board.human's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ class HumanSample(models.Model):
     """A random sample of responses for people to grade blind.
 
     Drawn once from the responses of `edition`'s scored questions, stratified by whether
-    the judge panel disagreed (scoring.engine.human.draw_sample, seeded by `seed`); the
+    the judge panel disagreed (engine.human.draw_sample, seeded by `seed`); the
     strata's population and drawn counts are on each item, so the inverse-probability
     weight of every response is known without redrawing.
     """

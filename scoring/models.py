@@ -120,7 +120,7 @@ class PanelMember(models.Model):
     leaderboards, agreement and reports use these judges at these prompt versions unless
     another set is asked for explicitly. A judge added later, or grades under another
     prompt version, change no figure of the panel. Written only by
-    `scoring.services.panel.judge_panel_set` (audit-logged).
+    `scoring.runs.services.panel.judge_panel_set` (audit-logged).
     """
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="panel")
@@ -145,9 +145,9 @@ class CandidateMember(models.Model):
 
     A candidate panel is what an admin tries before it counts: its figures are shown to
     admins and editors beside the judge panel's and change nothing public. Adopting it
-    makes these rows the judge panel (`scoring.services.candidate.candidate_adopt`, which
+    makes these rows the judge panel (`scoring.runs.services.candidate.candidate_adopt`, which
     writes PanelMember through `judge_panel_set`, audit-logged) and deletes them. Written
-    only by `scoring.services.candidate`.
+    only by `scoring.runs.services.candidate`.
     """
 
     benchmark = models.ForeignKey(
@@ -236,7 +236,7 @@ class ScoringRun(models.Model):
     )
     # Issue 26 item 3: a re-send whose task was lost too (a worker killed as it took it, a
     # broker restarted) is sent again after a deadline that doubles per unanswered re-send
-    # (scoring.services.tunables.resend_due_at), so healing cannot wedge.
+    # (scoring.runs.services.tunables.resend_due_at), so healing cannot wedge.
     resend_count = models.PositiveIntegerField(
         default=0,
         db_default=0,
@@ -247,7 +247,7 @@ class ScoringRun(models.Model):
         db_default=0,
         help_text="Re-sends since a worker last reported on the run: the backoff's exponent.",
     )
-    # A budget (issue 20 item 4; scoring.budget): the run stops before a chunk whose
+    # A budget (issue 20 item 4; scoring.runs.budget): the run stops before a chunk whose
     # estimated calls would take its spend past a cap. NULL = no cap.
     budget_cost = models.DecimalField(
         max_digits=14,
@@ -261,7 +261,7 @@ class ScoringRun(models.Model):
     budget_tokens = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="Token cap: input plus output tokens."
     )
-    # What the chunks sending calls now are estimated to spend (scoring.budget): a chunk
+    # What the chunks sending calls now are estimated to spend (scoring.runs.budget): a chunk
     # adds its estimate when admitted and takes it off when its calls are settled.
     budget_reserved_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     budget_reserved_tokens = models.BigIntegerField(default=0)
@@ -408,7 +408,7 @@ class JudgeCall(models.Model):
     """Ledger of every call to a judge backend (one row per attempt), written "started"
     before the call goes out. Only an answered call ("ok": its reply recorded) counts as
     paid; "started" (in flight) and "lost" (in flight at a kill) are "sent, outcome unknown"
-    (scoring.costs.UNKNOWN_OUTCOMES): the vendor may or may not have received and billed it."""
+    (scoring.runs.costs.UNKNOWN_OUTCOMES): the vendor may or may not have received and billed it."""
 
     class Outcome(models.TextChoices):
         STARTED = "started", "In flight"
@@ -440,7 +440,7 @@ class JudgeCall(models.Model):
         help_text="How the call was sent: live, or in a vendor batch (priced at the judge's "
         "batch prices).",
     )
-    # Usage as the vendor reported it (scoring.judges.types.Usage); NULL = unknown (the
+    # Usage as the vendor reported it (judges.types.Usage); NULL = unknown (the
     # backend reports none, or the call never answered), never 0.
     input_tokens = models.PositiveIntegerField(
         null=True, blank=True, help_text="Prompt tokens billed, cached ones included."
@@ -537,7 +537,7 @@ class PairLease(models.Model):
     A pair here is (response, judge, key entry, prompt version), or (auditor, key entry,
     prompt version) for an audit. A unique constraint on the pair means at most one run's
     item holds it at a time; a run whose claim finds the pair held by another run's live
-    lease waits for it and reuses the grade when it lands (scoring.services.ledger). The
+    lease waits for it and reuses the grade when it lands (scoring.runs.services.ledger). The
     row is written when a claim takes the pair, deleted when the pair settles or is
     released; a row whose `lease_until` has passed belongs to a dead worker and may be taken
     over (`previous_run` then names the run it was taken from, and that call counts as lost).
@@ -581,7 +581,7 @@ class JudgeBatch(models.Model):
     Written (status "preparing", with its pairs and their "started" ledger rows) in the
     transaction that claims the pairs, BEFORE the vendor is asked; `vendor_batch_id` is
     recorded once the vendor has accepted it. A "preparing" row whose id is missing after a
-    crash is found at the vendor by its tag (scoring.services.batch_mode) before it would be
+    crash is found at the vendor by its tag (scoring.runs.services.batch_mode) before it would be
     sent again. `pairs` maps each request's custom_id to [run item id, ledger row id].
     """
 

@@ -2,7 +2,7 @@
 (:class:`JudgeRef`) and an edition's effective key entries (:class:`EntryMap`).
 
 Plain values (numpy arrays, no Django): scoring.selectors builds them, scoring.completeness
-and scoring.report read them. Their own module so that completeness needs nothing of the
+and scoring.board.report read them. Their own module so that completeness needs nothing of the
 selectors that call it.
 """
 

@@ -1,6 +1,6 @@
 """Reads for scoring: grade rows of a key edition into the engine, cached leaderboards.
 
-The engine (`scoring.engine`) works on arrays; this module is the one place that turns
+The engine (`engine`) works on arrays; this module is the one place that turns
 database rows into them. Rows are read with `values_list` straight into numpy (no model
 instances), in a fixed number of queries whatever the size of the benchmark.
 
@@ -25,6 +25,13 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
+from engine import (
+    AgreementReport,
+    GradeTable,
+    Leaderboard,
+    compute_agreement,
+    compute_leaderboard,
+)
 from questions.errors import DomainError, NotFoundError
 from questions.models import (
     AuditExclusion,
@@ -42,13 +49,6 @@ from questions.selectors import (
     scored_entries,
 )
 from scoring.completeness import Completeness, missing_grades
-from scoring.engine import (
-    AgreementReport,
-    GradeTable,
-    Leaderboard,
-    compute_agreement,
-    compute_leaderboard,
-)
 from scoring.models import Grade, Judge
 from scoring.refs import EntryMap, JudgeRef
 

@@ -3,7 +3,9 @@ candidate panel (candidate_urls)."""
 
 from __future__ import annotations
 
-from scoring import board_urls, candidate_urls, runs_urls
+from scoring.board import candidate_urls
+from scoring.board import urls as board_urls
+from scoring.runs import urls as runs_urls
 
 app_name = "scoring"
 urlpatterns = [*board_urls.urlpatterns, *runs_urls.urlpatterns, *candidate_urls.urlpatterns]

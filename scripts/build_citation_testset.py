@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from judges.figures import extract_figures  # noqa: E402
 from questions.sources import fold, guess_document_meta, parse_sections  # noqa: E402
-from scoring.judges.figures import extract_figures  # noqa: E402
 
 SOURCES = ROOT.parent / "shared" / "data" / "approved-documents"
 OUT = ROOT / "tests" / "data" / "citation-testset"

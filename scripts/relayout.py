@@ -86,6 +86,12 @@ LAYOUT_MOVES: list[tuple[str, str]] = [
     ("scoring.render", "scoring.board.render"),
     ("scoring.impact", "scoring.board.impact"),
     ("scoring.judge_diagnostics", "scoring.board.judge_diagnostics"),
+    # issue 31: the candidate panel's boards and pages, and the figures of judges against
+    # people (read by the report; review's blind-grading pages call it from above)
+    ("scoring.candidate_views", "scoring.board.candidate_views"),
+    ("scoring.candidate_urls", "scoring.board.candidate_urls"),
+    ("scoring.candidate", "scoring.board.candidate"),
+    ("scoring.human", "scoring.board.human"),
 ]
 # What stays at scoring's top, shared by both parts: the models (no data moves), the reads
 # both parts make (selectors, completeness, refs), rule 4 (audit_rule), the CSV writer
@@ -93,6 +99,7 @@ LAYOUT_MOVES: list[tuple[str, str]] = [
 LAYOUT_SHARED = {
     "admin", "apps", "audit_rule", "completeness", "models", "refs", "selectors",
     "spreadsheet", "urls", "management", "migrations", "runs", "board", "__init__",
+    "human_models", "human_bundle",
 }  # fmt: skip
 # Directories of data files that move with their package (old path, new path).
 LAYOUT_DATA = [("scoring/prompts", "judges/prompt_templates")]
@@ -242,8 +249,9 @@ layers = [
     "audit_rule",
     "selectors",
     "completeness",
-    "refs | spreadsheet",
+    "refs | spreadsheet | human_bundle",
     "models",
+    "human_models",
 ]
 ignore_imports = ["scoring.migrations.* -> *"]
 """

@@ -67,7 +67,7 @@ def build_world() -> World:
     from questions.models import Benchmark, KeyEdition
     from review import services as review_services
     from review.models import ReviewItem
-    from scoring import services as scoring_services
+    from scoring.runs import services as scoring_services
 
     call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)
     call_command("triage", benchmark=BENCHMARK, verbosity=0)
@@ -108,7 +108,7 @@ def build_world() -> World:
     users["deactivated"].is_active = False
     users["deactivated"].save()
     report = _reader_report(open_item)
-    from scoring.human import human_sample_draw
+    from scoring.board.human import human_sample_draw
 
     human = human_sample_draw(bench, actor=users["editor"], size=4, seed=1)
     return World(
@@ -219,7 +219,7 @@ def build_path(route: Route, w: World) -> str | None:
         "proposal_id": w.proposal_id,
         "pk": pk,
         "benchmark": BENCHMARK,
-        "name": w.draft if name == "review:edition_publish" else w.edition,
+        "name": w.draft if name == "review:edition-publish" else w.edition,
         "object_id": w.sample_pk.get(model_key, "") if model_key else 1,
         "id": w.users["reviewer"].pk,
         "content_type_id": 1,
@@ -270,9 +270,9 @@ def post_data(route: Route, w: World) -> dict:
         "propose": {"version": w.claimed_version, "action": "confirm", **WHY},
         "decide": {"version": w.claimed_version, **check, "action": "confirm", **WHY},
         "api-item-proposals": {"version": w.claimed_version, "action": "confirm", **WHY},
-        "proposal_reject": {"comment": "The citation is right."},
+        "proposal-reject": {"comment": "The citation is right."},
         "api-proposal-reject": {"comment": "The citation is right."},
-        "proposals_approve": {"proposal": [w.proposal_id]},
+        "proposals-approve": {"proposal": [w.proposal_id]},
         "api-proposal-bulk-approve": {"proposals": [{"id": w.proposal_id}]},
         "run-create": {"edition": w.edition_pk, "kind": "grade"},
         "api-runs": {"benchmark": BENCHMARK, "edition": w.edition, "kind": "grade"},
@@ -407,10 +407,10 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # -- review pages
     "review:queue": (ANY_ROLE, NO_POST),
     # blind human grading (issue 31 item 2): any reviewer grades; editors draw samples
-    "review:human_index": (ANY_ROLE, NO_POST),
-    "review:human_sample_create": (NO_GET, page(403, 302, 302)),  # an empty form: back
-    "review:human_next": (page(302, 302, 302), NO_POST),  # to the next ungraded response
-    "review:human_grade": (ANY_ROLE, page(422, 422, 422)),  # no grade chosen: said, 422
+    "review:human-index": (ANY_ROLE, NO_POST),
+    "review:human-sample-create": (NO_GET, page(403, 302, 302)),  # an empty form: back
+    "review:human-next": (page(302, 302, 302), NO_POST),  # to the next ungraded response
+    "review:human-grade": (ANY_ROLE, page(422, 422, 422)),  # no grade chosen: said, 422
     "review:next": (NO_GET, REVIEWERS),
     "review:item": (ANY_ROLE, NO_POST),
     "review:claim": (NO_GET, REVIEWERS),
@@ -421,25 +421,25 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:propose": (NO_GET, HELD_ELSEWHERE),
     "review:decide": (NO_GET, HELD_ELSEWHERE),  # the decision panel: check and outcome together
     "review:approvals": (page(403, 200, 200), NO_POST),
-    "review:proposal_approve": (NO_GET, EDITORS),  # the author is the reviewer: four eyes
-    "review:proposal_reject": (NO_GET, EDITORS),
-    "review:proposals_approve": (NO_GET, EDITORS),  # bulk approval: four eyes per proposal
-    "review:editions_index": (page(302, 302, 302), NO_POST),  # one benchmark: straight to it
+    "review:proposal-approve": (NO_GET, EDITORS),  # the author is the reviewer: four eyes
+    "review:proposal-reject": (NO_GET, EDITORS),
+    "review:proposals-approve": (NO_GET, EDITORS),  # bulk approval: four eyes per proposal
+    "review:editions-index": (page(302, 302, 302), NO_POST),  # one benchmark: straight to it
     "review:editions": (ANY_ROLE, NO_POST),
     "review:edition": (ANY_ROLE, NO_POST),
-    "review:edition_key": (ANY_ROLE, NO_POST),
-    "review:edition_publish": (NO_GET, EDITORS),
-    "review:edition_impact": (ANY_ROLE, NO_POST),  # the impact preview (issue 18): read-only
+    "review:edition-key": (ANY_ROLE, NO_POST),
+    "review:edition-publish": (NO_GET, EDITORS),
+    "review:edition-impact": (ANY_ROLE, NO_POST),  # the impact preview (issue 18): read-only
     # the preview re-score: editors; a published edition is refused with a message (303)
-    "review:edition_preview_rescore": (NO_GET, EDITORS),
+    "review:edition-preview-rescore": (NO_GET, EDITORS),
     "review:log": (page(403, 403, 200), NO_POST),
     # the review's progress (issue 31): editors and admins; one benchmark -> straight to it
-    "review:progress_index": (page(403, 302, 302), NO_POST),
+    "review:progress-index": (page(403, 302, 302), NO_POST),
     "review:progress": (page(403, 200, 200), NO_POST),
     "review:scorecard": (ANY_ROLE, NO_POST),
-    "review:report_spam": (NO_GET, REVIEWERS),  # a reader's report (issue 22): any reviewer
+    "review:report-spam": (NO_GET, REVIEWERS),  # a reader's report (issue 22): any reviewer
     # "Report a problem": the form for any reviewer; an empty form comes back (422).
-    "review:report_problem": (ANY_ROLE, page(422, 422, 422)),
+    "review:report-problem": (ANY_ROLE, page(422, 422, 422)),
     # -- review API
     # POST raises an item by hand (issue 17); an empty body is 400 naming the fields.
     "review:api-item-list": (api(200, 200, 200), api(400, 400, 400)),
@@ -462,17 +462,17 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "review:api-edition-publish": (API_NO_GET, api(403, 409, 409)),
     "review:api-log-list": (api(403, 403, 200), api(403, 403, 405)),
     # -- leaderboard and report (read-only pages: a POST renders, changes nothing)
-    "scoring:leaderboard_index": (page(302, 302, 302), NO_POST),
+    "scoring:leaderboard-index": (page(302, 302, 302), NO_POST),
     "scoring:leaderboard": (ANY_ROLE, NO_POST),
-    "scoring:leaderboard_csv": (ANY_ROLE, NO_POST),
-    "scoring:leaderboard_json": (ANY_ROLE, NO_POST),
-    "scoring:report_index": (page(302, 302, 302), NO_POST),
+    "scoring:leaderboard-csv": (ANY_ROLE, NO_POST),
+    "scoring:leaderboard-json": (ANY_ROLE, NO_POST),
+    "scoring:report-index": (page(302, 302, 302), NO_POST),
     "scoring:report": (ANY_ROLE, NO_POST),
-    "scoring:report_md": (ANY_ROLE, NO_POST),
-    "scoring:report_json": (ANY_ROLE, NO_POST),
-    "scoring:api_leaderboard": (api(200, 200, 200), API_NO_POST),
-    "scoring:api_agreement": (api(200, 200, 200), API_NO_POST),
-    "scoring:api_report": (api(200, 200, 200), API_NO_POST),
+    "scoring:report-md": (ANY_ROLE, NO_POST),
+    "scoring:report-json": (ANY_ROLE, NO_POST),
+    "scoring:api-leaderboard": (api(200, 200, 200), API_NO_POST),
+    "scoring:api-agreement": (api(200, 200, 200), API_NO_POST),
+    "scoring:api-report": (api(200, 200, 200), API_NO_POST),
     # -- runs (admins only)
     "scoring:runs": (ADMINS_GET, NO_POST),
     "scoring:run-create": (NO_GET, ADMINS_POST),
@@ -488,10 +488,10 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # the estimate of a run over the latest published edition: reads only
     "scoring:api-run-estimate": (api(403, 403, 200), api(403, 403, 405)),
     # the candidate panel (issue 31): editors see it, admins change it; nothing public
-    "scoring:candidate_index": (page(403, 302, 302), NO_POST),
+    "scoring:candidate-index": (page(403, 302, 302), NO_POST),
     "scoring:candidate": (page(403, 200, 200), NO_POST),
-    "scoring:candidate_action": (NO_GET, ADMINS_POST),  # an empty form: a message, back
-    "scoring:api_candidate": (api(403, 404, 404), api(403, 405, 405)),  # none defined: 404
+    "scoring:candidate-action": (NO_GET, ADMINS_POST),  # an empty form: a message, back
+    "scoring:api-candidate": (api(403, 404, 404), api(403, 405, 405)),  # none defined: 404
     "scoring:api-run-cancel": (api(403, 403, 405), api(403, 403, 200)),
     "scoring:api-run-resume": (api(403, 403, 405), api(403, 403, 200)),
     # -- the public results site (issue 22): the demo benchmark is private here, so its
@@ -503,21 +503,21 @@ EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
         f"public:{name}": (page(404, 404, 404), NO_POST)
         for name in (
             "leaderboard",
-            "leaderboard_csv",
-            "leaderboard_json",
+            "leaderboard-csv",
+            "leaderboard-json",
             "report",
-            "report_md",
-            "report_json",
+            "report-md",
+            "report-json",
             "editions",
             "errata",
-            "errata_csv",
-            "errata_json",
+            "errata-csv",
+            "errata-json",
             "erratum",
-            "report_error_choose",  # the question chooser of the key-error form (issue 30)
+            "report-error-choose",  # the question chooser of the key-error form (issue 30)
         )
     },
     # The key-error form of a private benchmark: sign in, then 404 (GET and POST alike).
-    "public:report_error": (page(404, 404, 404), page(404, 404, 404)),
+    "public:report-error": (page(404, 404, 404), page(404, 404, 404)),
 }
 
 # The same routes once the admin makes the benchmark public: every role reads them, anonymous
@@ -526,7 +526,7 @@ PUBLIC_EXPECTED: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     name: (everyone(200), everyone(405)) for name in EXPECTED if name.startswith("public:")
 }
 # ... except the key-error form, which anyone may POST: an empty form comes back (422).
-PUBLIC_EXPECTED["public:report_error"] = (everyone(200), everyone(422))
+PUBLIC_EXPECTED["public:report-error"] = (everyone(200), everyone(422))
 
 # The Django admin, by rule (a newly registered model falls under a rule by itself): only
 # a staff superuser gets in; holders of the `admin` role are not staff. (GET, POST) for
@@ -910,7 +910,7 @@ def test_every_post_needs_the_csrf_token_and_succeeds_with_it(world, capsys):
     for name in (
         "review:claim",
         "review:propose",
-        "review:proposal_approve",
+        "review:proposal-approve",
         "logout",
         "review:api-item-claim",
         "scoring:api-runs",

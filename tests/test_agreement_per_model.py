@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from scoring.engine.agreement import pair_statistics
+from engine.agreement import pair_statistics
 from tests.test_agreement_real_data import WILDBENCH, _grades, _json, _text, wildbench  # noqa: F401
 
 

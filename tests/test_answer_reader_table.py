@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.judges.answers import final_answer
+from judges.answers import final_answer
 
 TABLE = Path(__file__).resolve().parent / "data" / "answer_endings.jsonl"
 ROWS = [json.loads(line) for line in TABLE.read_text(encoding="utf-8").splitlines()]
@@ -58,7 +58,7 @@ def test_reading(row):
 def test_a_question_that_asks_no_how_many_reads_no_count():
     """crux-151's planted key "000 this is ..." was read as the count "0 thi": "697 this" in
     the question's code made "this" a counted noun. Counts are read only for "how many"."""
-    from scoring.judges.answers import answer_kinds
+    from judges.answers import answer_kinds
 
     question = (
         "Complete the assertion with a literal.\n[PYTHON]\ndef f(text):\n    return text\n"

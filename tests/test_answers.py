@@ -1,11 +1,11 @@
-"""scoring.judges.answers and the responses_agree_against_key detector, without a database."""
+"""judges.answers and the responses_agree_against_key detector, without a database."""
 
 from __future__ import annotations
 
 import pytest
 
+from judges.answers import final_answer
 from review.detectors.responses_agree import responses_agree_detail
-from scoring.judges.answers import final_answer
 
 DICE = "When rolling two dice, what is the probability that you roll a total number that is at least 3?"
 
@@ -173,7 +173,7 @@ def test_describe_gives_the_readings_with_counts():
 
 
 def test_the_reference_judge_grades_choice_literal_and_explicit_number_keys_by_the_reader():
-    from scoring.judges import GradingInput, get_backend
+    from judges import GradingInput, get_backend
 
     judge = get_backend({"backend": "reference", "strictness": "lenient"})
     mc = "Which term?\n(A) Schein\n(B) Pre\n(C) Kotter"
@@ -193,7 +193,7 @@ def test_the_reference_judge_grades_choice_literal_and_explicit_number_keys_by_t
 def test_the_reference_judge_grades_numbered_options_true_false_and_tags_by_the_reader():
     """Conventions none of the corpora uses (issue 27): options numbered 1-5 keyed "Option
     N", True/False keys, and answers in <answer> tags."""
-    from scoring.judges import GradingInput, get_backend
+    from judges import GradingInput, get_backend
 
     judge = get_backend({"backend": "reference", "strictness": "lenient"})
     numbered = "Which planet is closest to the Sun?\n1. Venus\n2. Earth\n3. Mercury\n4. Mars"

@@ -19,7 +19,7 @@ from django.urls import Resolver404, get_resolver, resolve
 from tests.conftest import PROJECT_ROOT
 
 DOC = PROJECT_ROOT / "docs" / "architecture.md"
-APPS = ("core", "questions", "scoring", "interchange", "review", "config")
+APPS = ("core", "questions", "scoring", "interchange", "review", "config", "engine", "judges")
 DOTTED = re.compile(rf"^(?:{'|'.join(APPS)})(?:\.[A-Za-z_]\w*)+$")
 URL_NAME = re.compile(r"^(review|scoring):([\w-]+)$")
 TOP_DIRS = (*APPS, "docs", "tests", "bench", "scripts", "templates", "static")
@@ -39,7 +39,7 @@ def backticked(text: str) -> list[str]:
 def task_names() -> set[str]:
     from config.celery import app
 
-    importlib.import_module("scoring.tasks")
+    importlib.import_module("scoring.runs.tasks")
     importlib.import_module("review.tasks")
     return set(app.tasks)
 
@@ -120,17 +120,19 @@ def test_every_dotted_name_url_name_api_path_and_repo_path_in_the_page_exists(te
 
 def test_the_check_reports_names_that_no_longer_exist():
     gone = [
-        "scoring.services.grade_pair",  # removed with the one grading path
+        "scoring.runs.services.grade_pair",  # removed with the one grading path
         "review.models.AuditLogEntry",  # the log moved to core
         "questions.bundles.importer",  # bundles moved to interchange
         "review:no_such_page",
-        "scoring/services.py",  # now a package
+        "scoring/runs/services.py",  # now a package
         "/api/no-such-thing/",
         "scoring.run_start",  # a task name checks against the registry, so this passes
     ]
     problems = missing_names(gone, task_names())
     assert len(problems) == 6, problems
-    assert problems[0] == "scoring.services.grade_pair: scoring.services has no 'grade_pair'"
+    assert (
+        problems[0] == "scoring.runs.services.grade_pair: scoring.runs.services has no 'grade_pair'"
+    )
     assert "review.models has no 'AuditLogEntry'" in problems[1]
     # (a left-over questions/bundles/__pycache__ folder makes `questions.bundles` importable)
     assert problems[2] in (
@@ -138,7 +140,7 @@ def test_the_check_reports_names_that_no_longer_exist():
         "questions.bundles.importer: questions.bundles has no 'importer'",
     )
     assert problems[3] == "URL name review:no_such_page does not exist"
-    assert problems[4] == "path scoring/services.py does not exist"
+    assert problems[4] == "path scoring/runs/services.py does not exist"
     assert problems[5] == "API path /api/no-such-thing/ does not resolve"
 
 
@@ -181,6 +183,5 @@ def test_import_linter_contracts_named_in_the_page_are_the_configured_ones(text)
     for contract in contracts:
         label = contract.get("id") or contract["name"]
         assert label in section, f"contract {label!r} is not described"
-    # layers, pure-scoring, two services layers (workflow-apps-independent went with the
-    # bundle-part registry in issue 29: interchange is above review in `layers` now)
-    assert len(contracts) == 4
+    # layers, pure-packages, scoring-parts, two services layers (issue 29)
+    assert len(contracts) == 5

@@ -14,12 +14,12 @@ from django.core.management import call_command
 
 from config.celery import app
 from core.models import AuditLogEntry
+from judges import AuditResult
 from questions.models import AuditExclusion
 from review.tasks import triage_after_audit
-from scoring import services
-from scoring.judges import AuditResult
 from scoring.models import ScoringRun
-from scoring.services import backends
+from scoring.runs import services
+from scoring.runs.services import backends
 from tests.worker_fixtures import build_benchmark
 
 pytestmark = pytest.mark.django_db

@@ -19,13 +19,13 @@ from django.test import Client
 from django.utils import timezone
 
 import tests.judge_server as loopback
-from scoring import services
-from scoring.judges import GradingInput
-from scoring.judges.prompts import render_judge_prompt
+from judges import GradingInput
+from judges.prompts import render_judge_prompt
 from scoring.models import Grade, JudgeBatch, JudgeCall, PairLease, RunItem, ScoringRun
-from scoring.services import batch_mode
-from scoring.services.backends import citation_text, judge_backend
-from scoring.tasks import poll_batches, run_start
+from scoring.runs import services
+from scoring.runs.services import batch_mode
+from scoring.runs.services.backends import citation_text, judge_backend
+from scoring.runs.tasks import poll_batches, run_start
 from tests.judge_batches import BatchPlan
 from tests.judge_server import JudgeServer, count_tokens, malformed, status
 from tests.test_judge_server import KEY_ENV, SDKS
@@ -211,8 +211,8 @@ def test_a_worker_killed_after_submitting_resumes_without_sending_again(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_the_vendor_never_got_is_sent_by_the_poller(data, judge_server, monkeypatch):
-    from scoring.judges import JudgeUnavailable
-    from scoring.judges.batch import OpenAIBatchAPI
+    from judges import JudgeUnavailable
+    from judges.batch import OpenAIBatchAPI
 
     real = OpenAIBatchAPI.submit
 
@@ -344,7 +344,7 @@ def test_a_run_mode_is_checked(data):
 
 
 def test_custom_ids_carry_the_pair_and_fit_the_vendors_rules():
-    from scoring.judges.batch import custom_id
+    from judges.batch import custom_id
 
     assert custom_id("snaglist-b7", 12, 3, 45, "v2") == "snaglist-b7-r12-j3-e45-vv2"
     assert (
@@ -371,8 +371,8 @@ PRICES = {
 
 @pytest.mark.django_db
 def test_each_call_is_priced_at_the_prices_of_the_way_it_was_sent(data):
-    from scoring.costs import calls_cost, costs_of_runs
     from scoring.models import Judge
+    from scoring.runs.costs import calls_cost, costs_of_runs
 
     judge = data.judges[0]
     Judge.objects.filter(pk=judge.pk).update(**PRICES)
@@ -418,8 +418,8 @@ def test_each_call_is_priced_at_the_prices_of_the_way_it_was_sent(data):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_run_costs_half_the_same_run_live(data, judge_server):
-    from scoring.costs import calls_cost
     from scoring.models import Judge
+    from scoring.runs.costs import calls_cost
 
     run = _batch_run(data, judge_server, "openai")
     poll_batches.delay()
@@ -577,8 +577,8 @@ def test_a_cancelled_runs_batch_is_cancelled_at_the_vendor_and_what_ran_is_kept(
 def test_a_cancelled_runs_batch_the_vendor_never_got_is_not_sent(data, judge_server, monkeypatch):
     """A batch the vendor never got (its submit failed), of a run cancelled meanwhile: the
     poller finds no such batch at the vendor and closes it instead of sending it."""
-    from scoring.judges import JudgeUnavailable
-    from scoring.judges.batch import OpenAIBatchAPI
+    from judges import JudgeUnavailable
+    from judges.batch import OpenAIBatchAPI
 
     def down(self, requests, tag):
         raise JudgeUnavailable("connection error calling the vendor")
@@ -616,8 +616,8 @@ def test_a_batch_that_ended_before_its_cancel_is_settled_not_cancelled(sdk, data
 def test_a_refused_cancel_is_noted_and_the_batch_still_settles(data, judge_server, monkeypatch):
     """A cancel the vendor refuses (it ended the batch between our look and our cancel)
     does not keep the batch open: noted, and settled at the next poll."""
-    from scoring.judges import JudgeConfigError
-    from scoring.judges.batch import OpenAIBatchAPI
+    from judges import JudgeConfigError
+    from judges.batch import OpenAIBatchAPI
 
     judge_server.plan_batches(BatchPlan(polls=1))
     run = _batch_run(data, judge_server, "openai")

@@ -19,10 +19,11 @@ from django.utils import timezone
 
 import tests.judge_server as loopback
 from core.models import AuditLogEntry
-from scoring import runs_selectors, services
-from scoring.budget import BudgetError, last_finish_offer, over_budget, parse_budget
-from scoring.estimate import estimate_run
 from scoring.models import Grade, Judge, JudgeCall, RunItem, ScoringRun
+from scoring.runs import selectors as runs_selectors
+from scoring.runs import services
+from scoring.runs.budget import BudgetError, last_finish_offer, over_budget, parse_budget
+from scoring.runs.estimate import estimate_run
 from tests.judge_server import JudgeServer, ok
 from tests.test_judge_server import KEY_ENV
 from tests.worker_fixtures import build_benchmark
@@ -98,7 +99,7 @@ def test_a_token_cap_stops_the_run_and_a_raised_cap_finishes_it(
     assert stop.after["tokens"] == cap and "token cap" in stop.after["reason"]
 
     # the leaderboard says why its figures lack grades
-    from scoring.board_views import board_staleness
+    from scoring.board.views import board_staleness
 
     stale = board_staleness(data.original)
     assert stale["stale"] and f"run {run.pk} stopped at its budget" in stale["stale_reason"]
@@ -240,7 +241,7 @@ def test_chunks_admitted_together_cannot_pass_the_cap_between_them():
     A stalled run's reservations (its chunks were killed) are freed by heal_runs."""
     from types import SimpleNamespace
 
-    from scoring.budget import RunBudget
+    from scoring.runs.budget import RunBudget
 
     data = build_benchmark(n_questions=2, n_models=2, grade_original=False, with_auditors=False)
     judge = data.judges[0]
@@ -312,7 +313,7 @@ def test_chunks_admitted_together_cannot_pass_the_cap_between_them():
 
 @pytest.mark.django_db
 def test_spent_counts_the_ledger_and_never_prices_cached_tokens_as_free():
-    from scoring.budget import spent
+    from scoring.runs.budget import spent
 
     data = build_benchmark(n_questions=1, n_models=2, grade_original=False, with_auditors=False)
     j1, j2 = data.judges

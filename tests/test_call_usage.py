@@ -11,11 +11,11 @@ import pytest
 from django.db.models import Sum
 
 import tests.judge_server as loopback
-from scoring import services
-from scoring.judges import Usage, aio
-from scoring.judges.types import anthropic_usage, openai_usage
+from judges import Usage, aio
+from judges.types import anthropic_usage, openai_usage
 from scoring.models import JudgeCall
-from scoring.tasks import run_start
+from scoring.runs import services
+from scoring.runs.tasks import run_start
 from tests.judge_server import (
     GOOD_GRADE,
     JudgeServer,

@@ -20,16 +20,16 @@ from django.urls import reverse
 from core.actions import Action
 from core.models import AuditLogEntry
 from questions.errors import DomainError
-from scoring.candidate import candidate_preview
+from scoring.board.candidate import candidate_preview
 from scoring.models import Grade, Judge
-from scoring.selectors import resolve_judges
-from scoring.services.candidate import (
+from scoring.runs.services.candidate import (
     candidate_adopt,
     candidate_clear,
     candidate_set,
     candidate_state,
 )
-from scoring.services.panel import judge_panel_set, panel_state
+from scoring.runs.services.panel import judge_panel_set, panel_state
+from scoring.selectors import resolve_judges
 from tests.factories import UserFactory
 from tests.test_leaderboard import ORIGINAL_GRADES, build_tiny, run_json
 
@@ -74,9 +74,9 @@ CANDIDATE = {"mA": (62.5, 4), "mB": (50.0, 3)}
 def _boards(client) -> tuple[dict, dict, dict]:
     """The published figures three ways: the command, the signed-in API, the public site."""
     cli = run_json("leaderboard", "--edition", "original", "--no-cache")
-    api = client.get(reverse("scoring:api_leaderboard", args=["tiny"]) + "?edition=original").json()
+    api = client.get(reverse("scoring:api-leaderboard", args=["tiny"]) + "?edition=original").json()
     public = client.get(
-        reverse("public:leaderboard_json", args=["tiny"]) + "?edition=original"
+        reverse("public:leaderboard-json", args=["tiny"]) + "?edition=original"
     ).json()
     return cli, api, public
 
@@ -182,8 +182,8 @@ def test_panel_command_defines_and_adopts_a_candidate(tiny):
 def test_pages_and_api_are_for_editors_and_admins_and_only_admins_change_it(tiny, client):
     candidate_set(benchmark=tiny["benchmark"], members=[("j1", "v2"), ("j2", None)])
     url = reverse("scoring:candidate", args=["tiny"]) + "?edition=original"
-    api = reverse("scoring:api_candidate", args=["tiny"]) + "?edition=original"
-    action = reverse("scoring:candidate_action", args=["tiny"])
+    api = reverse("scoring:api-candidate", args=["tiny"]) + "?edition=original"
+    action = reverse("scoring:candidate-action", args=["tiny"])
     client.force_login(UserFactory(username="rita", roles=["reviewer"]))
     assert client.get(url).status_code == 403 and client.get(api).status_code == 403
     client.force_login(UserFactory(username="ed", roles=["editor"]))
@@ -197,7 +197,7 @@ def test_pages_and_api_are_for_editors_and_admins_and_only_admins_change_it(tiny
     assert client.post(action, {"action": "adopt", "edition": "original"}).status_code == 302
     assert panel_state(tiny["benchmark"])[0]["prompt_version"] == "v2"
     nav = client.get(reverse("home")).content.decode()
-    assert reverse("scoring:candidate_index") in nav and "Candidate panel" in nav
+    assert reverse("scoring:candidate-index") in nav and "Candidate panel" in nav
 
 
 @pytest.mark.django_db(transaction=True)
@@ -248,7 +248,7 @@ def test_the_page_rescores_for_the_candidate_with_a_budget_and_skips_a_stale_pin
     a re-score started from the page carries its token cap and stops at it."""
     from questions.models import Benchmark
     from scoring.models import ScoringRun
-    from scoring.services.candidate import candidate_graders
+    from scoring.runs.services.candidate import candidate_graders
 
     call_command("import_bundle", str(demo_bundle_path), verbosity=0)
     bench = Benchmark.objects.get()
@@ -262,7 +262,7 @@ def test_the_page_rescores_for_the_candidate_with_a_budget_and_skips_a_stale_pin
     ]
 
     client.force_login(UserFactory(username="ada", roles=["admin"]))
-    action = reverse("scoring:candidate_action", args=[bench.name])
+    action = reverse("scoring:candidate-action", args=[bench.name])
     client.post(action, {"action": "set", "spec": "ref-lenient,ref-strict@judge-v2"})
     assert candidate_state(bench)[1] == {"judge": "ref-strict", "prompt_version": "judge-v2"}
     preview = candidate_preview(bench.editions.get(name="original"))

@@ -14,10 +14,10 @@ from django.test import RequestFactory
 from django.urls import reverse
 
 from core.models import AuditLogEntry
-from scoring import runs_selectors
 from scoring.admin import JudgeAdmin
-from scoring.costs import Prices, calls_cost, tokens_cost
 from scoring.models import Judge, JudgeCall, ScoringRun
+from scoring.runs import selectors as runs_selectors
+from scoring.runs.costs import Prices, calls_cost, tokens_cost
 from tests.worker_fixtures import build_benchmark
 
 pytestmark = pytest.mark.django_db
@@ -194,7 +194,7 @@ def test_calls_in_flight_and_lost_at_a_kill_are_never_counted_as_paid(ledger):
     """A call is written "started" before it goes out and counts as paid only once its reply is
     recorded ("ok"): one in flight, or in flight at a kill, is sent, outcome unknown (the
     chaos bench's loopback judge received 566 calls where the ledger counted 614 paid)."""
-    from scoring.costs import costs_of_runs
+    from scoring.runs.costs import costs_of_runs
 
     data, run = ledger
     j1 = data.judges[0]
@@ -282,7 +282,7 @@ def test_the_runs_list_shows_each_runs_cost(client, ledger):
 
 
 def test_the_report_carries_the_editions_cost(ledger):
-    from scoring.report import build_report, report_markdown
+    from scoring.board.report import build_report, report_markdown
 
     data, run = ledger
     doc = build_report(data.original)

@@ -13,7 +13,7 @@ import io
 import pytest
 
 from scoring.models import Grade
-from scoring.services.panel import judge_panel_set
+from scoring.runs.services.panel import judge_panel_set
 from scoring.spreadsheet import csv_text, neutralise
 from tests.factories import UserFactory
 from tests.test_leaderboard import ORIGINAL_GRADES, build_tiny, run

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from engine.panel_fit import fit_panel
 from review.detectors.panel import panel_detail, panel_inputs
-from scoring.engine.panel_fit import fit_panel
 
 QUESTIONS = {pk: f"A crate holds {pk + 2} boxes of 3 apples. How many apples are there?" for pk in range(8)}  # fmt: skip
 

@@ -27,7 +27,7 @@ def queue(benchmark: str) -> list[ReviewItem]:
 
 
 def test_mtbench_wrong_keys_rank_top_of_the_queue():
-    """Issue 27: the panel (answers read by scoring.judges.answers, grades 1-10 of one judge).
+    """Issue 27: the panel (answers read by judges.answers, grades 1-10 of one judge).
 
     The four positives take the first four places. 104 ("how many brothers does David
     have", key "David has only one brother", right answer none) is found since the reader
@@ -116,8 +116,8 @@ Q104_BY_HAND = {
 def test_mtbench_q104_ranks_in_the_top_8_once_its_count_is_read(monkeypatch):
     """The ranking side of Q104: with the counts read (by hand above), all four known-wrong
     keys are in the top 8, Q104 among them, while the reader itself is another branch's."""
+    from judges.answers import Answer
     from review.detectors import panel, responses_agree
-    from scoring.judges.answers import Answer
 
     real = panel.read_key_and_responses
 

@@ -24,7 +24,7 @@ BENCHMARK = "uk-construction-demo"
 @pytest.mark.django_db(transaction=True)
 def test_a_reviewer_grades_blind_by_keyboard(live_server, chromium):
     from questions.models import Benchmark
-    from scoring.human import human_sample_draw
+    from scoring.board.human import human_sample_draw
     from scoring.human_models import HumanGrade
 
     call_command("import_bundle", str(DEMO_BUNDLE), verbosity=0)

@@ -12,10 +12,10 @@ import pytest
 from django.contrib.auth.models import User
 
 import tests.judge_server as loopback
-from scoring import services
-from scoring.budget import last_finish_offer
-from scoring.estimate import estimate_run
 from scoring.models import Judge
+from scoring.runs import services
+from scoring.runs.budget import last_finish_offer
+from scoring.runs.estimate import estimate_run
 from tests.browser import Shots, sign_in
 from tests.test_judge_server import KEY_ENV
 from tests.worker_fixtures import build_benchmark

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scoring.engine import (
+from engine import (
     GradeTable,
     assign_bands,
     assign_bands_ci_overlap,
@@ -309,7 +309,7 @@ def test_wilson_interval_matches_the_formula():
 def test_two_sided_z_equals_scipys_normal_quantile():
     from scipy.stats import norm
 
-    from scoring.engine.intervals import two_sided_z
+    from engine.intervals import two_sided_z
 
     for confidence in (0.5, 0.8, 0.9, 0.95, 0.99, 0.999):
         assert two_sided_z(confidence) == pytest.approx(norm.ppf(0.5 + confidence / 2), abs=1e-9)
@@ -364,7 +364,7 @@ def test_to_dict_is_json_safe_and_has_the_cli_keys():
 
 def test_engine_imports_no_django():
     code = (
-        "import sys, scoring.engine; "
+        "import sys, engine; "
         "bad = [m for m in sys.modules if m == 'django' or m.startswith('django.')]; "
         "assert not bad, bad"
     )
@@ -459,7 +459,7 @@ def synthetic_frame(rng: np.random.Generator, *, n_models: int, n_questions: int
 def test_model_scores_are_the_leaderboards_scores_and_without_questions_unscores():
     """Hand-checked on 1..3: mA grades 3 and 1 (agreed) -> 100 * (2 + 0) / (2 * 2) = 50.0;
     mB agreed 2 on q1, judges differ on q2 -> 100 * 1 / (2 * 1) = 50.0 from one response."""
-    from scoring.engine import GradeTable, compute_leaderboard, model_scores
+    from engine import GradeTable, compute_leaderboard, model_scores
 
     rows = [
         {"question_id": "q1", "model_id": "mA", "judge_id": "j1", "grade": 3},

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from scoring.engine import GradeTable, compute_agreement, pair_statistics
-from scoring.engine.agreement import _alpha_ordinal_from_confusion
+from engine import GradeTable, compute_agreement, pair_statistics
+from engine.agreement import _alpha_ordinal_from_confusion
 
 from .test_engine import hand_table, read_bundle, rows_from
 

@@ -1,12 +1,12 @@
-"""Per-question contributions (scoring.engine.impact): a question's effect on each model's
+"""Per-question contributions (engine.impact): a question's effect on each model's
 score from the sums alone, checked by hand and against a full leaderboard recomputation."""
 
 from __future__ import annotations
 
 import pytest
 
-from scoring.engine import GradeTable, compute_leaderboard
-from scoring.engine.impact import contributions, question_effects, scores_without
+from engine import GradeTable, compute_leaderboard
+from engine.impact import contributions, question_effects, scores_without
 
 SCALE = [0, 1, 2]
 

@@ -1,11 +1,11 @@
-"""scoring.engine.panel_fit: the panel of models against the key (issue 27 item 2)."""
+"""engine.panel_fit: the panel of models against the key (issue 27 item 2)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from scoring.engine.panel_fit import PanelData, fit_panel
+from engine.panel_fit import PanelData, fit_panel
 
 N_Q, N_M = 12, 6
 

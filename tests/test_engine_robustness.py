@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from scoring.engine import compare_leaderboards, compute_leaderboard, grade_changes
+from engine import compare_leaderboards, compute_leaderboard, grade_changes
 
 from .test_engine import agreed_table, hand_table
 

@@ -1,5 +1,5 @@
 """Bands the data supports (issue 21 item 3): paired neighbour comparisons, the gap
-warning and shared ranks for models with few counted responses (scoring.engine.support).
+warning and shared ranks for models with few counted responses (engine.support).
 
 Paired intervals are checked against scipy.stats.bootstrap (percentile method, paired
 data) on the same per-question differences; the two draw different random numbers, so
@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from scipy.stats import bootstrap
 
-from scoring.engine import GradeTable, compute_leaderboard
-from scoring.engine.support import gap_warning, paired_neighbour_comparisons, shared_ranks
+from engine import GradeTable, compute_leaderboard
+from engine.support import gap_warning, paired_neighbour_comparisons, shared_ranks
 
 
 def _table(grades: dict[str, list[int | None]]) -> GradeTable:
@@ -128,7 +128,7 @@ def test_too_few_paired_questions_leave_the_boundary_untested():
 
 
 def _flip(rows: dict[str, list[float]]) -> dict:
-    from scoring.engine.support import top_k_flip_count
+    from engine.support import top_k_flip_count
 
     ids = list(rows)
     points = np.column_stack([rows[m] for m in ids])
@@ -155,7 +155,7 @@ def test_flip_count_by_hand():
 
 # ---------------------------------------------------- tiers (issue 30 item 10)
 def test_tiers_merge_bands_across_unsupported_shared_and_few_counted_boundaries():
-    from scoring.engine.bands import established_tiers
+    from engine.bands import established_tiers
 
     order = ["A", "B", "C", "D", "E", "F"]
     bands = {"A": 1, "B": 2, "C": 3, "D": 3, "E": 4, "F": 5}

@@ -16,13 +16,13 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from scoring.estimate import estimate_run, estimate_summary
 from scoring.models import Judge, JudgeCall, ScoringRun
+from scoring.runs.estimate import estimate_run, estimate_summary
 from tests.worker_fixtures import build_benchmark
 
 pytestmark = pytest.mark.django_db
 
-PROMPTS = Path(__file__).resolve().parent.parent / "scoring" / "prompts"
+PROMPTS = Path(__file__).resolve().parent.parent / "judges" / "prompt_templates"
 PRICES = {
     "price_currency": "GBP",
     "price_input": Decimal("2.50"),
@@ -100,8 +100,8 @@ def test_estimate_only_counts_the_pairs_a_run_would_send(tiny):
     assert (run_first.needed, [j.judge for j in run_first.judges]) == (4, ["j1"])
     assert run_first.cost_live == run_first.judges[0].cost_live  # one priced judge: a total
     assert "GBP live" in estimate_summary(run_first)
-    from scoring.services import scoring_run_create
-    from scoring.tasks import run_start
+    from scoring.runs.services import scoring_run_create
+    from scoring.runs.tasks import run_start
 
     run = scoring_run_create(edition=tiny.original, judges=tiny.judges[:1], enqueue=False)
     run_start.delay(run.pk)  # the offline reference judge grades them
@@ -327,7 +327,7 @@ def test_observed_calls_at_the_version_win_over_the_prediction(tiny):
 
 @pytest.mark.parametrize("bad", [0, -5, "1024", True, 2.5])
 def test_a_bad_cache_minimum_is_refused(tiny, bad):
-    from scoring.judges import JudgeConfig, JudgeConfigError
+    from judges import JudgeConfig, JudgeConfigError
 
     with pytest.raises(JudgeConfigError, match="cache_min_tokens must be"):
         JudgeConfig.from_dict({"backend": "openai", "model": "m", "cache_min_tokens": bad})
@@ -471,7 +471,7 @@ def test_a_calibrated_estimate_is_within_ten_percent_of_what_the_run_spends(monk
     resumed run is billed (the issue's goal: within 10%)."""
     from django.db.models import Sum
 
-    from scoring import services
+    from scoring.runs import services
     from tests.judge_server import JudgeServer, ok
     from tests.test_judge_server import KEY_ENV
 

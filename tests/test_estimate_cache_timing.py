@@ -10,11 +10,11 @@ from decimal import Decimal
 
 import pytest
 
-from scoring import services
-from scoring.costs import calls_cost
-from scoring.estimate import estimate_run
 from scoring.models import Judge, JudgeCall
-from scoring.tasks import run_start
+from scoring.runs import services
+from scoring.runs.costs import calls_cost
+from scoring.runs.estimate import estimate_run
+from scoring.runs.tasks import run_start
 from tests.judge_server import JudgeServer, ok
 from tests.test_judge_server import KEY_ENV
 from tests.worker_fixtures import build_benchmark

@@ -11,9 +11,9 @@ import pytest
 from django.conf import settings as django_settings
 from django.utils import timezone
 
-from scoring import services
 from scoring.models import JudgeCall, PairLease, RunItem, ScoringRun
-from scoring.services import ledger
+from scoring.runs import services
+from scoring.runs.services import ledger
 from tests.worker_fixtures import build_benchmark, publish_correction
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +33,7 @@ def run():
 @pytest.fixture
 def sent(monkeypatch):
     """Record the runs sent to the workers (scoring.run_start.delay) instead of sending."""
-    from scoring import tasks
+    from scoring.runs import tasks
 
     ids: list[int] = []
     monkeypatch.setattr(tasks.run_start, "delay", ids.append)
@@ -52,7 +52,7 @@ def test_beat_can_send_every_scheduled_task(entry):
     CELERY_TASK_SOFT_TIME_LIMIT of 3300 s) exceeds its time limit: the sweep's time_limit=300
     alone made beat fail with "soft_time_limit must be less than or equal to time_limit"
     every minute (found with the worker test of heal_runs, issue 19)."""
-    import scoring.tasks  # noqa: F401 - registers the tasks
+    import scoring.runs.tasks  # noqa: F401 - registers the tasks
     from config.celery import app
 
     task = app.tasks[django_settings.CELERY_BEAT_SCHEDULE[entry]["task"]]
@@ -131,7 +131,7 @@ def test_a_dead_processes_limiter_slots_are_freed_and_live_ones_kept(run, sent):
     that hold no live pair lease (a live worker renews its leases while its calls are out)."""
     import uuid
 
-    from scoring.judges.limits import RedisLimiter, process_holder
+    from judges.limits import RedisLimiter, process_holder
 
     client = services.backends.redis_client()
     assert client is not None, "this test needs REDIS_URL"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from scoring.services import heartbeat
+from scoring.runs.services import heartbeat
 
 
 def test_the_heartbeat_thread_reclaims_once_a_stall_period(monkeypatch):
@@ -49,6 +49,6 @@ def test_no_reclaim_before_a_stall_period(monkeypatch):
 
 
 def test_heal_runs_and_the_heartbeat_free_slots_through_one_function():
-    from scoring.services import ledger, runs
+    from scoring.runs.services import ledger, runs
 
     assert runs.free_dead_limiter_slots is ledger.free_dead_limiter_slots

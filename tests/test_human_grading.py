@@ -18,15 +18,15 @@ from django.core.management import call_command
 from sklearn.metrics import cohen_kappa_score
 
 from core.models import AuditLogEntry
-from interchange.bundles import BundleError, import_bundle
-from questions.models import Benchmark
-from scoring.engine.human import (
+from engine.human import (
     HumanUnits,
     draw_sample,
     human_agreement,
     inverse_probability_weights,
     weighted_kappa,
 )
+from interchange.bundles import BundleError, import_bundle
+from questions.models import Benchmark
 from tests.conftest import DEMO_BUNDLE
 
 BENCHMARK = "uk-construction-demo"
@@ -164,7 +164,7 @@ def demo(db):
 
 def _grade_thirty(benchmark, users):
     """Draw 30 and grade them: ann all 30 (the judges' first grade, or 1), bob the first 8."""
-    from scoring.human import human_grade_record, human_sample_draw
+    from scoring.board.human import human_grade_record, human_sample_draw
 
     sample = human_sample_draw(benchmark, actor=users["hg-editor"], size=30, seed=2)
     rng = np.random.default_rng(0)
@@ -195,7 +195,7 @@ def test_after_thirty_blind_grades_the_report_shows_each_judges_kappa_with_its_i
     assert sample.items.count() == 30
     assert sample.items.filter(stratum="disagree").count() > 0
     from questions.selectors import latest_published_edition
-    from scoring.report import build_report
+    from scoring.board.report import build_report
 
     doc = build_report(latest_published_edition(benchmark))
     human = doc["human_agreement"]
@@ -206,7 +206,7 @@ def test_after_thirty_blind_grades_the_report_shows_each_judges_kappa_with_its_i
         assert j["kappa"]["low"] <= j["kappa"]["value"] <= j["kappa"]["high"]
     assert human["figures"]["people"]["n_responses"] == 8
     assert any("wide" in s for s in human["sentences"])
-    from scoring.render import report_markdown
+    from scoring.board.render import report_markdown
 
     md = report_markdown(doc)
     assert "## Judges against people" in md and "| people against people | " in md
@@ -225,7 +225,7 @@ def test_after_thirty_blind_grades_the_report_shows_each_judges_kappa_with_its_i
 
 
 def test_the_blind_page_never_shows_a_judges_grade(demo, client):
-    from scoring.human import human_sample_draw
+    from scoring.board.human import human_sample_draw
     from scoring.models import Grade
 
     benchmark, users = demo
@@ -313,7 +313,7 @@ def test_human_grades_travel_in_bundles_and_bad_rows_refuse_the_bundle(demo, tmp
 
 def test_the_public_site_shows_judges_against_people_and_its_etag_follows_the_grades(demo, client):
     from questions.services import benchmark_publicity_set
-    from scoring.human import human_grade_record
+    from scoring.board.human import human_grade_record
 
     benchmark, users = demo
     admin = User.objects.create_user("hg-admin")

@@ -140,7 +140,7 @@ def _page_changes(page) -> dict[str, str]:
 def test_class_ma_preview_then_publish_buys_nothing_twice(transactional_db, live_server, chromium):
     from questions.models import KeyEdition
     from review import services
-    from scoring.impact import draft_impact
+    from scoring.board.impact import draft_impact
     from scoring.models import JudgeCall, ScoringRun
     from scoring.selectors import board_for_edition
 
@@ -251,7 +251,7 @@ def test_only_editors_and_admins_start_a_preview_rescore(client, demo, role, all
     html = page.content.decode()
     assert "Not graded yet: 6 responses × 2 judges" in html
     assert ("Preview re-score</button>" in html) is allowed
-    # The estimate (scoring.estimate) names the calls the run below will need: 15.
+    # The estimate (scoring.runs.estimate) names the calls the run below will need: 15.
     assert ("Estimate: about 15 calls" in html) is allowed
     response = client.post(f"/editions/{BENCHMARK}/{draft.name}/preview-rescore/")
     if not allowed:
@@ -352,7 +352,7 @@ def test_approvals_show_a_pending_removal_exactly_and_a_correction_its_grading(c
     # model-a: Q046 agreed 0+0 on 37 counted (hand check): 64/74 -> 64/72, +2.40 points.
     assert round(without_q["model-a"] - with_q["model-a"], 2) == 2.40
     assert "a preview re-score grades its 6 responses × 2 judges = 12 grades" in html
-    # Its estimate is the run's (scoring.estimate.estimate_run, issue 30 item 6): the 12
+    # Its estimate is the run's (scoring.runs.estimate.estimate_run, issue 30 item 6): the 12
     # prompts rendered from the proposed answer (an unsaved key entry) and the 3 replies
     # the bundle holds unparsed, which every run asks again (tests/test_e2e_main_job.py:
     # the run after publishing one correction needed 15). The demo's reference judges

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
+from engine import agreed_grade_rows, agreed_grades
 from questions.models import KeyEntry
 from review.selectors import model_rows
-from scoring.engine import agreed_grade_rows, agreed_grades
 from scoring.models import Grade, Judge
+from scoring.runs.services.panel import judge_panel_set
 from scoring.selectors import load_edition_grades
-from scoring.services.panel import judge_panel_set
 from tests.review_fixtures import *  # noqa: F403
 from tests.review_fixtures import set_grades
 

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from scipy.stats import norm, spearmanr
 
-from scoring.engine import GradeTable
-from scoring.engine.diagnostics import length_grade_correlation, own_vendor_difference
+from engine import GradeTable
+from engine.diagnostics import length_grade_correlation, own_vendor_difference
 from tests.test_agreement_real_data import (  # noqa: F401
     MTBENCH,
     WILDBENCH,

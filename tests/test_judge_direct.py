@@ -1,5 +1,5 @@
 """The openai backend's event-loop call without the SDK's request pipeline
-(scoring.judges.direct, issue 28 item 1) sends what the SDK's own async client sends.
+(judges.direct, issue 28 item 1) sends what the SDK's own async client sends.
 
 The cases of tests/test_judge_server.py (429 with Retry-After, 500s, 401, timeouts, the
 limiter's slot) run their "async" half through this path; here the request itself is
@@ -9,7 +9,7 @@ compared with the one the SDK sends when the direct path is not available.
 from __future__ import annotations
 
 import tests.judge_server as loopback
-from scoring.judges import aio, direct
+from judges import aio, direct
 from tests.judge_server import GOOD_GRADE, ok
 from tests.test_judge_server import INPUT, backend, secret_env  # noqa: F401 (fixture)
 

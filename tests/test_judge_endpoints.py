@@ -21,12 +21,12 @@ from django.core.management import CommandError, call_command
 from core.models import AuditLogEntry
 from interchange.bundles.importer import import_bundle
 from interchange.bundles.problems import BundleError
+from judges import EndpointPolicy, EndpointRefused, GradingInput, JudgeConfigError
 from questions.models import Benchmark, KeyEdition
-from scoring.judges import EndpointPolicy, EndpointRefused, GradingInput, JudgeConfigError
 from scoring.models import Judge
-from scoring.services import backends
-from scoring.services.panel import judge_panel_set
-from scoring.services.runs import rescore_after_publish
+from scoring.runs.services import backends
+from scoring.runs.services.panel import judge_panel_set
+from scoring.runs.services.runs import rescore_after_publish
 from tests.conftest import DEMO_BUNDLE
 
 ATTACKER_JUDGE = "helpful-judge,Helpful judge,acme,judge,openai,gpt-4o,judge-v1\n"

@@ -18,10 +18,10 @@ from core.actions import Action
 from core.models import AuditLogEntry
 from interchange.bundles import import_bundle
 from questions.errors import DomainError, NotFoundError
+from scoring.board.report import build_report
 from scoring.models import Grade, Judge, PanelMember
-from scoring.report import build_report
+from scoring.runs.services.panel import judge_panel_set, panel_state, parse_panel_spec
 from scoring.selectors import resolve_judges
-from scoring.services.panel import judge_panel_set, panel_state, parse_panel_spec
 from tests.bundle_factory import write_bundle
 from tests.factories import UserFactory
 from tests.test_leaderboard import build_tiny, run, run_json

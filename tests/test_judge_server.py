@@ -19,7 +19,7 @@ import pytest
 import uvloop
 
 import tests.judge_server as loopback
-from scoring.judges import GradingInput, JudgeConfigError, JudgeUnavailable, aio, get_backend
+from judges import GradingInput, JudgeConfigError, JudgeUnavailable, aio, get_backend
 from tests.judge_server import (
     GOOD_GRADE,
     JudgeServer,
@@ -269,7 +269,7 @@ def test_async_calls_hold_a_limiter_slot_only_for_the_request_on_the_wire(
 
     import redis
 
-    from scoring.judges import RedisLimiter
+    from judges import RedisLimiter
 
     client = redis.Redis(host="127.0.0.1", port=6379, db=15)
     limiter = RedisLimiter(
@@ -311,7 +311,7 @@ def test_async_limiter_timeout_is_not_retried_as_a_connection_error(
     no retries, no request sent."""
     from contextlib import asynccontextmanager
 
-    from scoring.judges import LimiterTimeout
+    from judges import LimiterTimeout
 
     class NoSlot:
         @asynccontextmanager

@@ -1,6 +1,6 @@
 """Judge and auditor backends: parsing, prompts, the reference judge, SDK retries, rate limits.
 
-Plain pytest, no database: `scoring.judges` imports no Django. SDK calls go to an
+Plain pytest, no database: `judges` imports no Django. SDK calls go to an
 in-process mock transport; the rate limiter runs against real Redis (db 15).
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from scoring.judges import (
+from judges import (
     AUDITOR_PROMPT_VERSION,
     JUDGE_PROMPT_VERSION,
     AuditInput,
@@ -41,10 +41,10 @@ from scoring.judges import (
     render_auditor_prompt,
     render_judge_prompt,
 )
-from scoring.judges.figures import extract_figures, extract_locators
-from scoring.judges.prompts import RELEASED_SHA256, template_sha256
-from scoring.judges.reference import scale_levels
-from scoring.judges.retry import RetryPolicy, parse_retry_after, redact
+from judges.figures import extract_figures, extract_locators
+from judges.prompts import RELEASED_SHA256, template_sha256
+from judges.reference import scale_levels
+from judges.retry import RetryPolicy, parse_retry_after, redact
 from tests.judge_server import request_text
 
 SCALE = [0, 1, 2]
@@ -462,7 +462,7 @@ def test_reference_maps_levels_onto_a_one_to_ten_scale() -> None:
 def test_reference_is_deterministic_across_processes() -> None:
     """Same input, same output, even with different string-hash seeds."""
     code = (
-        "import json;from scoring.judges import get_backend, GradingInput;"
+        "import json;from judges import get_backend, GradingInput;"
         "b=get_backend({'backend':'reference','strictness':'strict'});"
         "r=b.grade(GradingInput('Q?','Not less than 1100 mm (Table 1.1, Diagram 3.1, Approved Document K).',"
         "'Approved Document K (2013) Table 1.1: 1100mm','Either 900 mm or 1100 mm minimum, Table 2.2, "
@@ -1223,7 +1223,7 @@ def test_judge_clients_share_one_verifying_tls_context() -> None:
     verifies servers: certificate required, host name checked (the SDKs' default)."""
     import ssl
 
-    from scoring.judges.llm import default_tls_context
+    from judges.llm import default_tls_context
 
     context = default_tls_context()
     assert context is default_tls_context()
@@ -1248,7 +1248,7 @@ def test_openai_endpoint_is_the_url_the_sdk_would_build(
 ) -> None:
     import openai
 
-    from scoring.judges.llm import _endpoint
+    from judges.llm import _endpoint
 
     client = openai.AsyncOpenAI(api_key="not-a-key", base_url=base_url)
     assert _endpoint(client, "chat/completions") == expected
@@ -1259,7 +1259,7 @@ def test_openai_endpoint_is_the_url_the_sdk_would_build(
 def test_results_never_hold_a_nul_character():
     """PostgreSQL text cannot hold NUL: every text field of a grade or audit result has it
     replaced by U+FFFD (the rest of the text, and the other fields, unchanged)."""
-    from scoring.judges.types import AuditResult, GradeResult
+    from judges.types import AuditResult, GradeResult
 
     grade = GradeResult(
         grade=2,

@@ -433,7 +433,7 @@ def test_triage_of_a_corrected_edition_leaves_the_original_figures_alone(tiny):
 def test_a_corrected_entry_is_not_excluded_by_its_predecessors_audit(tiny):
     """Q5's original entry is excluded (both auditors adverse); an edition that corrects Q5
     scores it again, and re-scoring it needs exactly models x judges = 2 x 2 new grades."""
-    from scoring.services import rescore_needed_pairs
+    from scoring.runs.services import rescore_needed_pairs
 
     corrected, questions = tiny["corrected"], tiny["questions"]
     judges = Judge.objects.filter(benchmark=tiny["benchmark"], role=Judge.Role.JUDGE)

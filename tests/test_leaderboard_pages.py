@@ -221,7 +221,7 @@ def test_api_endpoints_are_in_the_generated_schema():
     from django.urls import include, path
     from drf_spectacular.generators import SchemaGenerator
 
-    generator = SchemaGenerator(patterns=[path("", include("scoring.board_urls"))])
+    generator = SchemaGenerator(patterns=[path("", include("scoring.board.urls"))])
     schema = generator.get_schema(request=None, public=True)
     paths = schema["paths"]
     for name in ("leaderboard", "agreement", "report"):

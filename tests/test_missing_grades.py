@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pytest
 
+from scoring.board.report import build_report, report_markdown
 from scoring.models import Grade
-from scoring.report import build_report, report_markdown
-from scoring.services.panel import judge_panel_set
+from scoring.runs.services.panel import judge_panel_set
 from tests.test_leaderboard import _private_cache, build_tiny, run, run_json  # noqa: F401
 
 pytestmark = pytest.mark.django_db

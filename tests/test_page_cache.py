@@ -19,7 +19,7 @@ from questions.models import Section
 from questions.services import key_edition_create, key_edition_publish, key_entry_create
 from review import page_cache
 from scoring.models import Grade
-from scoring.services.panel import judge_panel_set
+from scoring.runs.services.panel import judge_panel_set
 from tests.factories import ReviewItemFactory
 from tests.review_fixtures import *  # noqa: F403
 from tests.review_fixtures import build_world

@@ -13,10 +13,11 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from scoring import runs_selectors, services
 from scoring.models import Grade, JudgeCall, PairLease, RunItem
-from scoring.services import ledger, vendor_sql
-from scoring.services.work import PairKey, WorkItem
+from scoring.runs import selectors as runs_selectors
+from scoring.runs import services
+from scoring.runs.services import ledger, vendor_sql
+from scoring.runs.services.work import PairKey, WorkItem
 from tests.test_rescore import CountingBackend
 from tests.worker_fixtures import build_benchmark, publish_correction
 

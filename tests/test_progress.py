@@ -152,8 +152,8 @@ def test_editors_find_the_page_in_the_navigation_and_read_it(world, editor, revi
     propose_correction(ReviewItem.objects.get(), reviewer)
     client.force_login(editor)
     home = client.get(reverse("home"))
-    assert reverse("review:progress_index") in home.content.decode()
-    index = client.get(reverse("review:progress_index"))
+    assert reverse("review:progress-index") in home.content.decode()
+    index = client.get(reverse("review:progress-index"))
     assert index.status_code == 302  # one benchmark with items: straight to it
     page = client.get(index["Location"])
     html = page.content.decode()

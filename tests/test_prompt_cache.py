@@ -10,10 +10,8 @@ from decimal import Decimal
 import pytest
 
 import tests.judge_server as loopback
-from scoring import services
-from scoring.costs import CACHE_WRITE_FACTOR, calls_cost
-from scoring.judges import GradingInput, JudgeConfig, JudgeConfigError, aio, render_judge_prompt
-from scoring.judges.prompts import (
+from judges import GradingInput, JudgeConfig, JudgeConfigError, aio, render_judge_prompt
+from judges.prompts import (
     RELEASED_SHA256,
     check_version,
     load_template,
@@ -21,8 +19,10 @@ from scoring.judges.prompts import (
     template_sha256,
 )
 from scoring.models import Judge, JudgeCall, RunItem
-from scoring.services.backends import citation_text, judge_backend_config
-from scoring.tasks import run_start
+from scoring.runs import services
+from scoring.runs.costs import CACHE_WRITE_FACTOR, calls_cost
+from scoring.runs.services.backends import citation_text, judge_backend_config
+from scoring.runs.tasks import run_start
 from tests.judge_server import GOOD_GRADE, JudgeServer, count_tokens, ok, prompt_tokens
 from tests.test_judge_server import KEY_ENV, SDKS, backend
 from tests.worker_fixtures import build_benchmark

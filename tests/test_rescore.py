@@ -13,12 +13,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from scoring import runs_selectors, services
-from scoring.judges import AuditResult, GradeResult, JudgeUnavailable
+from judges import AuditResult, GradeResult, JudgeUnavailable
 from scoring.models import AuditVerdict, Grade, JudgeCall, PairLease, RunItem, ScoringRun
-from scoring.services import backends, ledger, vendor_sql
-from scoring.services.batching import BatchSettler
-from scoring.services.work import Finished, PairKey, WorkItem
+from scoring.runs import selectors as runs_selectors
+from scoring.runs import services
+from scoring.runs.services import backends, ledger, vendor_sql
+from scoring.runs.services.batching import BatchSettler
+from scoring.runs.services.work import Finished, PairKey, WorkItem
 from tests.worker_fixtures import build_benchmark, publish_correction
 
 pytestmark = pytest.mark.django_db
@@ -163,7 +164,7 @@ def test_needed_pairs_take_a_fixed_number_of_queries(data, django_assert_max_num
 def test_rerun_and_duplicate_delivery_write_and_call_nothing_twice(
     data, fake_backend, django_capture_on_commit_callbacks
 ):
-    from scoring.tasks import grade_chunk, run_start
+    from scoring.runs.tasks import grade_chunk, run_start
 
     corrected = publish_correction(data)
     run = _run(corrected, data.judges, django_capture_on_commit_callbacks)
@@ -426,7 +427,7 @@ def test_unavailable_judge_marks_pairs_failed_and_the_run_reports_it(
 def test_judge_answering_429_for_a_while_is_retried_and_the_run_completes(
     data, monkeypatch, settings, django_capture_on_commit_callbacks
 ):
-    from scoring import tasks
+    from scoring.runs import tasks
 
     settings.SNAGLIST_RESCORE_MAX_RETRIES = 5
     settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS = 2.0
@@ -446,7 +447,7 @@ def test_judge_answering_429_for_a_while_is_retried_and_the_run_completes(
 
 
 def test_cancelled_run_grades_nothing_more(data, fake_backend):
-    from scoring.tasks import grade_chunk
+    from scoring.runs.tasks import grade_chunk
 
     corrected = publish_correction(data)
     run = services.scoring_run_create(edition=corrected, judges=data.judges, enqueue=False)
@@ -577,7 +578,7 @@ def test_rescore_resume_sends_the_remaining_pairs(
 
 def test_chunks_cover_every_pair_once_and_ramp_up_on_long_runs():
     """Long runs start with 1/4, 2/4, 3/4 chunks (staggered worker boundaries), short ones do not."""
-    from scoring.engine.chunking import chunk_bounds
+    from engine.chunking import chunk_bounds
 
     long_run = chunk_bounds(5000, 1000)
     assert [end - start for start, end in long_run] == [250, 500, 750, 1000, 1000, 1000, 500]
@@ -831,7 +832,7 @@ def test_in_process_retries_back_off_exponentially_up_to_a_cap(
     """A judge that stays unavailable (529) in eager mode: one wait per retry round, each
     in [ceiling / 2, ceiling] with ceiling = base x 2**retry, capped at 60 s; then the pairs
     fail. Before issue 19 the rounds followed each other with no pause."""
-    from scoring import tasks
+    from scoring.runs import tasks
 
     settings.SNAGLIST_RESCORE_MAX_RETRIES = 4
     settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS = 10.0
@@ -858,7 +859,7 @@ def test_in_process_retries_are_bounded_in_time_and_the_wait_says_what_for(
     and each wait is logged with the judges, their reason and when the pairs fail."""
     import logging
 
-    from scoring import tasks
+    from scoring.runs import tasks
 
     settings.SNAGLIST_RESCORE_MAX_RETRIES = 8
     settings.SNAGLIST_RESCORE_RETRY_BASE_SECONDS = 10.0
@@ -867,7 +868,7 @@ def test_in_process_retries_are_bounded_in_time_and_the_wait_says_what_for(
     monkeypatch.setattr(tasks, "eager_sleep", waits.append)
     backend = CountingBackend(unavailable_for=10**6)
     monkeypatch.setattr(backends, "judge_backend", lambda judge: backend)
-    with caplog.at_level(logging.WARNING, logger="scoring.tasks"):
+    with caplog.at_level(logging.WARNING, logger="scoring.runs.tasks"):
         run = _run(publish_correction(data), data.judges, django_capture_on_commit_callbacks)
     assert (run.status, run.failed) == ("failed", 6)
     # ceilings 10, 20, 40, 80: the waits add up to the 45 s exactly, the last one cut to
@@ -893,8 +894,8 @@ def test_a_completed_rescore_sends_the_boards_refresh_by_name(
     # The run machinery names the board's task (it may not import the board above it);
     # the task keeps its registered name from before it moved, so queued messages resolve.
     from config.celery import app
-    from scoring import board_tasks
-    from scoring.services.runs import BOARD_REFRESH_TASK
+    from scoring.board import tasks as board_tasks
+    from scoring.runs.services.runs import BOARD_REFRESH_TASK
 
     app.loader.import_default_modules()
     assert app.tasks[BOARD_REFRESH_TASK].name == "scoring.refresh_leaderboard"

@@ -1,8 +1,8 @@
 """Re-scoring through the event-loop path (model judges): the same rules as the threaded path.
 
 Grade runs whose judges are openai/anthropic backends call them as coroutines on the
-process's judge loop (scoring.judges.aio) while the task's thread writes the ledger, grades
-and counters in batches (scoring.services.aio_transport.grade_on_loop). Here the real SDKs talk to the loopback
+process's judge loop (judges.aio) while the task's thread writes the ledger, grades
+and counters in batches (scoring.runs.services.aio_transport.grade_on_loop). Here the real SDKs talk to the loopback
 judge server over HTTP, tasks run eagerly, and the database is PostgreSQL with committed
 transactions, so a second thread can cancel a run while it is being graded.
 """
@@ -16,10 +16,11 @@ import pytest
 from django.db.models import Count
 
 import tests.judge_server as loopback
-from scoring import runs_selectors, services
 from scoring.models import Grade, JudgeCall, RunItem, ScoringRun
-from scoring.services import aio_transport
-from scoring.tasks import run_start
+from scoring.runs import selectors as runs_selectors
+from scoring.runs import services
+from scoring.runs.services import aio_transport
+from scoring.runs.tasks import run_start
 from tests.judge_server import JudgeServer, ok, status
 from tests.worker_fixtures import build_benchmark, publish_correction
 

@@ -6,9 +6,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.urls import reverse
 
-from scoring import services
 from scoring.models import ScoringRun
-from scoring.services import backends
+from scoring.runs import services
+from scoring.runs.services import backends
 from tests.test_rescore import CountingBackend
 from tests.worker_fixtures import build_benchmark, publish_correction
 

@@ -273,7 +273,7 @@ def test_full_workflow_and_edition_page_shows_diff(client, reviewer, editor, edi
     # The publish returned before any worker started the re-scoring (its task is sent after
     # commit): the page says it is pending, then what became of it.
     assert "Re-scoring is pending" in body
-    from scoring.services import rescore_request_start
+    from scoring.runs.services import rescore_request_start
 
     rescore_request_start(edition_id=world.benchmark.editions.get(name="corrected-1").pk)
     body = client.get("/editions/demo/corrected-1/").content.decode()
@@ -466,7 +466,7 @@ def test_approvals_page_query_count_does_not_grow_with_proposals(client, reviewe
 
     propose(1)
     # The first view computes the edition's per-question sums for the impact column
-    # (scoring.impact.edition_contributions) and caches them by data version; compare
+    # (scoring.board.impact.edition_contributions) and caches them by data version; compare
     # the steady state.
     queries()
     one = queries()

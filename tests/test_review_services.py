@@ -16,7 +16,7 @@ from review import services
 from review.errors import ConflictError, InvalidInputError, InvalidTransitionError, NotAllowedError
 from review.models import ReviewItem
 from scoring.models import RescoreRequest
-from scoring.services import runs as scoring_runs
+from scoring.runs.services import runs as scoring_runs
 from tests.factories import ReviewItemFactory
 from tests.review_fixtures import *  # noqa: F403
 
@@ -368,7 +368,7 @@ def test_publish_with_the_broker_down_succeeds_and_rescoring_starts_when_it_is_b
     """Issue 16 item 4: a broker outage never turns a successful publish into an error."""
     from kombu.exceptions import OperationalError as BrokerDown
 
-    from scoring import tasks as scoring_tasks
+    from scoring.runs import tasks as scoring_tasks
 
     def broker_down(*args, **kwargs):
         raise BrokerDown("Error 111 connecting to 127.0.0.1:6379. Connection refused.")

@@ -15,8 +15,9 @@ from django.contrib.auth.models import Group, User
 from django.urls import reverse
 from django.utils import timezone
 
-from scoring import runs_selectors, services
 from scoring.models import JudgeCall, RunItem, ScoringRun
+from scoring.runs import selectors as runs_selectors
+from scoring.runs import services
 from tests.worker_fixtures import build_benchmark, publish_correction
 
 
@@ -135,7 +136,7 @@ def test_a_heartbeat_renews_this_process_leases_only(run, settings):
     """Issue 19 item 2: short pair leases, renewed by the live worker's heartbeat; a dead
     process's leases (another holder) and leases already run out are left to expire."""
     from scoring.models import PairLease
-    from scoring.services import heartbeat, ledger
+    from scoring.runs.services import heartbeat, ledger
 
     settings.SNAGLIST_PAIR_LEASE_SECONDS = 60
     mine, dead, late = list(run.items.order_by("pk")[:3])

@@ -13,9 +13,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 import tests.judge_server as loopback
-from scoring import runs_selectors, services
 from scoring.models import JudgeBatch, JudgeCall
-from scoring.tasks import poll_batches, run_start
+from scoring.runs import selectors as runs_selectors
+from scoring.runs import services
+from scoring.runs.tasks import poll_batches, run_start
 from tests.judge_batches import BatchPlan
 from tests.test_batch_mode import GRADE_1, PAIRS, _batch_run, _point_at, data  # noqa: F401
 

@@ -101,7 +101,7 @@ def test_a_bad_value_stops_start_up_naming_the_variable(name, value, message):
 
 def test_code_reads_the_knobs_from_settings_at_call_time(settings):
     """A `settings` override (as in tests, or a settings module) reaches the code."""
-    from scoring.services import tunables
+    from scoring.runs.services import tunables
 
     settings.SNAGLIST_RESCORE_CHUNK = 7
     settings.SNAGLIST_PAIR_LEASE_SECONDS = 1.5

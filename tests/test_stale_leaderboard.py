@@ -17,11 +17,11 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from questions.errors import InvalidTransitionError
-from scoring import services
-from scoring.board_views import board_staleness
+from scoring.board.views import board_staleness
 from scoring.models import Grade, RunItem, ScoringRun
-from scoring.services import backends
-from scoring.tasks import run_start
+from scoring.runs import services
+from scoring.runs.services import backends
+from scoring.runs.tasks import run_start
 from tests.test_leaderboard import _private_cache  # noqa: F401 - autouse, locmem cache
 from tests.worker_fixtures import build_benchmark, publish_correction
 
@@ -207,7 +207,7 @@ def test_cancel_stops_the_remaining_pairs_and_marks_the_board_stale(
     assert RunItem.objects.filter(run=run, state=RunItem.State.PENDING).count() == 26
     # a re-sent start or chunk does nothing for a cancelled run; resuming is refused
     run_start.delay(run.pk)
-    from scoring.tasks import grade_chunk
+    from scoring.runs.tasks import grade_chunk
 
     grade_chunk.delay(run.pk, services.pending_pairs(run=run))
     assert len(calls) == 10 and Grade.objects.filter(run=run).count() == 10

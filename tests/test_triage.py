@@ -330,8 +330,8 @@ def test_after_an_auditor_prompt_bump_the_queue_and_the_report_agree(db):
     triage took a2's v1 verdict as newest and excluded Q0000). Q0002: a1 correct, a2 wrong
     at v1 -> nothing (the old triage queued it). Q0001: a2's v2 verdict `correct` counts.
     """
+    from scoring.board.report import build_report
     from scoring.models import AuditVerdict
-    from scoring.report import build_report
 
     world = build_world(n_questions=4, n_models=2)
     set_verdicts(world, 0, "wrong", "wrong")
@@ -481,8 +481,8 @@ def test_the_report_counts_every_question_the_key_audit_sends_to_review(world):
     """Triage queues single, mixed and not-independent outcomes (scoring.audit_rule.TO_REVIEW);
     the report's `audit_sent_to_review` counts the same questions, while
     `single_auditor_flags` keeps the write-up's meaning (exactly one adverse verdict)."""
+    from scoring.board.report import build_report
     from scoring.models import Judge
-    from scoring.report import build_report
 
     Judge.objects.filter(pk=world.auditors[1].pk).update(vendor="a")  # not independent
     set_verdicts(world, 0, "wrong", "ungradeable")  # both adverse, one vendor

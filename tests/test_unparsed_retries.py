@@ -6,9 +6,9 @@ import pytest
 
 from review.models import ReviewItem
 from review.triage import triage_run
-from scoring import services
 from scoring.models import Grade, JudgeCall
-from scoring.services import backends
+from scoring.runs import services
+from scoring.runs.services import backends
 from tests.test_rescore import CountingBackend
 from tests.worker_fixtures import build_benchmark, publish_correction
 

@@ -28,8 +28,9 @@ from django.core.management import call_command
 from django.db import connection
 from django.db.models import Count
 
-from scoring import runs_selectors, services
 from scoring.models import Grade, JudgeCall, RunItem, ScoringRun
+from scoring.runs import selectors as runs_selectors
+from scoring.runs import services
 from tests import redis_fixtures, worker_fixtures
 from tests.worker_fixtures import build_benchmark, use_openai_judges
 

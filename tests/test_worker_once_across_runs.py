@@ -15,8 +15,8 @@ import pytest
 from django.core.management import call_command
 from django.db.models import Count
 
-from scoring import runs_selectors
 from scoring.models import Grade, JudgeCall, ScoringRun
+from scoring.runs import selectors as runs_selectors
 from tests import worker_fixtures
 from tests.worker_fixtures import build_benchmark, use_openai_judges
 

@@ -13,8 +13,9 @@ import time
 import pytest
 from django.db.models import Count
 
-from scoring import runs_selectors, services
 from scoring.models import Grade, JudgeCall, ScoringRun
+from scoring.runs import selectors as runs_selectors
+from scoring.runs import services
 from tests import worker_fixtures
 from tests.worker_fixtures import build_benchmark, publish_correction, use_openai_judges
 

@@ -29,7 +29,7 @@ HISTORY_FILES = (PUBLICATIONS, JUDGE_SETTINGS, AUDIT_LOG)
 
 USERNAME_MAX = 150  # django.contrib.auth's User.username
 # The backend_settings keys a bundle carries: the judges package's tuning keys
-# (scoring.judges.CONFIG_KEYS without backend/model/base_url/api_key_env, which are
+# (judges.CONFIG_KEYS without backend/model/base_url/api_key_env, which are
 # columns). Anything else (an API key, a token, a password) is refused on import and
 # never written on export.
 SETTING_KEYS = frozenset(
@@ -123,9 +123,9 @@ def _publications(source: BundleSource, p: Problems, b: BundleData) -> None:
 
 def _base_url(row: Row, policy: Any) -> str | None:
     """Return the row's base_url, or None with an error on the row when the settings'
-    EndpointPolicy refuses it (scoring.judges.endpoint: https, or http to an allowed host;
+    EndpointPolicy refuses it (judges.endpoint: https, or http to an allowed host;
     no user name, password, query or fragment; an IP literal must be public or allowed)."""
-    from scoring.judges import EndpointRefused
+    from judges import EndpointRefused
 
     url = row.text("base_url", required=False, null=True, max_length=500)
     if not url:
@@ -141,7 +141,7 @@ def _base_url(row: Row, policy: Any) -> str | None:
 def _key_env(row: Row, policy: Any) -> str | None:
     """Return the row's api_key_env, or None with an error on the row when it is not a
     variable name or not one the settings allow for judges' keys (never a server secret)."""
-    from scoring.judges import EndpointRefused
+    from judges import EndpointRefused
 
     env = row.text("api_key_env", required=False, null=True, max_length=100)
     if not env:
@@ -180,7 +180,7 @@ def _settings(row: Row) -> dict[str, Any] | None:
 
 
 def _judge_settings(source: BundleSource, p: Problems, b: BundleData) -> None:
-    from scoring.services.backends import endpoint_policy
+    from scoring.runs.services.backends import endpoint_policy
 
     policy = endpoint_policy()
     for row in iter_jsonl(source, JUDGE_SETTINGS, p):

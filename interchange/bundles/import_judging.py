@@ -13,7 +13,7 @@ from questions.models import (
 )
 from scoring.audit_rule import exclude_by_audit
 from scoring.models import AuditVerdict, Grade, Judge
-from scoring.services.panel import judge_panel_set, panel_state
+from scoring.runs.services.panel import judge_panel_set, panel_state
 
 
 class JudgingSteps(ImportBase):

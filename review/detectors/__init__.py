@@ -2,6 +2,6 @@
 
 Each module exposes one function that returns [(question pk, evidence detail)] without
 writing; review.triage.findings adds the edition name and files them under the detector's
-review.models.Source kind. The maths lives in scoring.engine (pure), the answer extraction
-in scoring.judges (pure); these modules only adapt rows to it.
+review.models.Source kind. The maths lives in engine (pure), the answer extraction
+in judges (pure); these modules only adapt rows to it.
 """

@@ -1,15 +1,15 @@
 """Detector `panel_against_key`: the panel of models, weighed by fitted reliability, against the key.
 
-Issue 27 item 2. The statistic is scoring.engine.panel_fit.fit_panel (a one-coin
+Issue 27 item 2. The statistic is engine.panel_fit.fit_panel (a one-coin
 Dawid-Skene model with a Rasch difficulty per question, the key as one more annotator;
 method and sources in its docstring). This module only builds its inputs:
 
 - answers: each response's final answer and the key's, read by
-  scoring.judges.answers.read_key_and_responses (the key strictly, each response for the key's kind
+  judges.answers.read_key_and_responses (the key strictly, each response for the key's kind
   and unit) and grouped by ``Answer.same_as``; an answer that is unread or ambiguous is no
   label (it is never a disagreement);
 - grades: the leaderboard's grade table (scoring.selectors.load_edition_grades, this
-  run's exclusions unscored), normalised 0-1 of the scale (scoring.engine.panel_fit.
+  run's exclusions unscored), normalised 0-1 of the scale (engine.panel_fit.
   normalised_grades: any scale, one judge or two), used for a response whose answer
   was not read.
 
@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from engine import GradeTable
+from engine.panel_fit import PanelData, PanelFit, fit_panel, normalised_grades
+from judges.answers import read_key_and_responses
 from questions.models import Response
-from scoring.engine import GradeTable
-from scoring.engine.panel_fit import PanelData, PanelFit, fit_panel, normalised_grades
-from scoring.judges.answers import read_key_and_responses
 
 #: Fires above this posterior probability that the key is wrong (module docstring).
 FIRE_P_WRONG = 0.5
@@ -164,7 +164,7 @@ def panel_detail(fit: PanelFit, i: int, reading: dict, data: PanelData) -> dict:
     models gave), "models" (those giving it: {"model", "answer", "ability"}, ablest
     first), "n_graded", "mean_grade" (0-1, over every graded response), "threshold";
     "n_read" and "n_key" count only the answers the fit read (a reading the grade
-    contradicts is left out, scoring.engine.panel_fit).
+    contradicts is left out, engine.panel_fit).
     """
     key, groups, by_model = reading["key"], reading["groups"], reading["labels"]
     if fit.labels_used is not None:  # only the answers the fit counted (not contradicted)

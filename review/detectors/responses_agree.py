@@ -1,7 +1,7 @@
 """Detector `responses_agree_against_key`: the models' final answers agree on another answer.
 
 Issue 17 item 2; needs no grades. Each response's final answer and the key's are read
-with the one answer reader, scoring.judges.answers.final_answer (JSON answer fields,
+with the one answer reader, judges.answers.final_answer (JSON answer fields,
 \\boxed{}, "Answer:" phrases, lettered choices in any style, literals, signed numbers,
 units; over the reference judge's figure parser); the key is read strictly (a conclusion
 sentence or its last sentences; of several figures the one the question asks about) and
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from judges.answers import Answer, read_key_and_responses
 from questions.models import Response
-from scoring.judges.answers import Answer, read_key_and_responses
 
 MIN_AGREEING = 2
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from questions.models import KeyEdition
-from scoring.retries import unparsed_past_retries
+from scoring.runs.retries import unparsed_past_retries
 
 
 def unparsed_findings(edition: KeyEdition) -> list[tuple[int, dict]]:

@@ -1,7 +1,7 @@
 """Key editions: the draft edition and publishing (rule 7).
 
 Publishing commits and returns: the re-scoring of the new edition (rule 8) is asked for
-in the publishing transaction (scoring.services.rescore_request, an outbox row) and sent
+in the publishing transaction (scoring.runs.services.rescore_request, an outbox row) and sent
 to the workers after commit; a broker that is down delays it, never fails the publish.
 """
 
@@ -24,7 +24,7 @@ from review.models import (
     Proposal,
 )
 from review.services.common import _require
-from scoring import services as scoring_services
+from scoring.runs import services as scoring_services
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def key_edition_publish(*, edition: KeyEdition, user) -> KeyEdition:
 
     Records the affected questions (its corrections and removals) in the audit log and asks
     for the re-grading of their responses (rule 8) in the same transaction
-    (`scoring.services.rescore_request`: an outbox row, its task sent after commit). The
+    (`scoring.runs.services.rescore_request`: an outbox row, its task sent after commit). The
     publish never waits for the re-scoring set-up and never fails because the broker is
     down: the edition page says re-scoring is pending until a worker has started it.
     Raises NotAllowedError (not an editor) and InvalidTransitionError (already published,
@@ -119,17 +119,17 @@ def draft_preview_rescore(*, edition: KeyEdition, user):
     """Start a preview re-score of a draft key edition (editor or admin; issue 18 item 4).
 
     Grades, with the judges the re-score after publishing would use
-    (`scoring.services.pairs.active_graders`), every response that lacks a grade against
+    (`scoring.runs.services.pairs.active_graders`), every response that lacks a grade against
     the draft's effective entries: in practice the responses to its corrections. The
     grades are keyed to the draft's own (never altered) entries, so publishing the draft
     later reuses them and buys none again (rule 8); until it is published they count for
-    no published figure (`scoring.impact.draft_impact` shows them as a preview).
+    no published figure (`scoring.board.impact.draft_impact` shows them as a preview).
     Returns the ScoringRun. Raises NotAllowedError (not an editor), InvalidTransitionError
     (the edition is published, has no changes, or a grade run of it is still active) and
     DomainError naming why no judge can grade.
     """
     from scoring.models import ScoringRun
-    from scoring.services.pairs import active_graders
+    from scoring.runs.services.pairs import active_graders
 
     _require(permissions.can_publish(user), "only an editor may start a preview re-score")
     if edition.is_published():

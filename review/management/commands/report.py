@@ -1,7 +1,7 @@
 """`report`: the methodology report of a key edition, optionally against another (cli.md).
 
 Lives in review (the top layer) because it composes the scoring report
-(scoring.report.build_report) with the review queue's detector scorecard
+(scoring.board.report.build_report) with the review queue's detector scorecard
 (review.scorecard, issue 17 item 9): a lower layer may not import review.
 """
 
@@ -21,7 +21,7 @@ from questions.cli import (
 from questions.errors import DomainError
 from questions.selectors import get_edition
 from review.scorecard import detector_scorecard, scorecard_markdown
-from scoring.report import build_report, report_markdown
+from scoring.board.report import build_report, report_markdown
 
 
 class Command(JsonCommand):

@@ -17,7 +17,7 @@ from questions.cli import (
 )
 from questions.errors import DomainError
 from scoring.models import Judge
-from scoring.services.judge_access import judge_endpoint, judge_set_active
+from scoring.runs.services.judge_access import judge_endpoint, judge_set_active
 
 
 class Command(JsonCommand):

@@ -15,8 +15,8 @@ from questions.cli import (
 )
 from questions.errors import DomainError
 from questions.selectors import get_edition
-from scoring.human import human_figures, human_markdown
-from scoring.report import agreement_table
+from scoring.board.human import human_figures, human_markdown
+from scoring.board.report import agreement_table
 from scoring.selectors import board_for_edition, load_edition_grades
 
 

@@ -17,7 +17,7 @@ from questions.cli import (
 )
 from questions.errors import DomainError
 from questions.selectors import get_edition
-from scoring.report import leaderboard_csv, leaderboard_table
+from scoring.board.report import leaderboard_csv, leaderboard_table
 from scoring.selectors import BANDINGS, board_for_edition
 
 
@@ -98,7 +98,7 @@ class Command(JsonCommand):
         judge_ids = judge_ids_option(options)
         judge_set = None
         if options["panel"] == "candidate":
-            from scoring.candidate import candidate_judge_set
+            from scoring.board.candidate import candidate_judge_set
 
             if judge_ids:
                 raise usage_error("--panel candidate names its judges: give no --judges")
@@ -122,7 +122,7 @@ class Command(JsonCommand):
             )
         except DomainError as exc:
             raise domain_error(exc) from exc
-        from scoring.board_views import leaderboard_doc
+        from scoring.board.views import leaderboard_doc
 
         doc = leaderboard_doc(result, edition)
         if result.leaderboard is None:

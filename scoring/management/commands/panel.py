@@ -15,13 +15,13 @@ from questions.cli import (
     write_json,
 )
 from questions.errors import DomainError
-from scoring.services.candidate import (
+from scoring.runs.services.candidate import (
     candidate_adopt,
     candidate_clear,
     candidate_set,
     candidate_state,
 )
-from scoring.services.panel import judge_panel_set, panel_state, parse_panel_spec
+from scoring.runs.services.panel import judge_panel_set, panel_state, parse_panel_spec
 
 
 def _names(panel: list[dict[str, str]]) -> str:

@@ -10,12 +10,12 @@ edition's current key entry and the judge's current prompt version, and enqueues
 --resume sends an unfinished run's pending pairs again instead of creating a run (a run
 stopped at its budget too: give a raised --budget-cost / --budget-tokens).
 --dry-run creates no run and calls no judge: it prints what the run would need and its
-estimated tokens and cost (scoring.estimate; cli.md keys needed, calls, tokens_in,
+estimated tokens and cost (scoring.runs.estimate; cli.md keys needed, calls, tokens_in,
 tokens_out, cost_live, cost_batch, plus tokens_cached, judges, notes).
 --budget-cost X (in the judges' price currency) / --budget-tokens N (input + output) cap
-the run: it stops before a chunk whose calls would pass the cap (scoring.budget).
+the run: it stops before a chunk whose calls would pass the cap (scoring.runs.budget).
 --batch sends the model judges' calls through the vendors' batch APIs (the run's mode
-"batch"; scoring.services.batch_mode); the run finishes once the poller has settled them.
+"batch"; scoring.runs.services.batch_mode); the run finishes once the poller has settled them.
 Exit 0 on success, 1 on bad input or a run that finished failed, 2 on wrong usage.
 """
 
@@ -38,8 +38,9 @@ from questions.cli import (
     write_json,
 )
 from questions.errors import DomainError
-from scoring import runs_selectors, services
 from scoring.models import Judge, ScoringRun
+from scoring.runs import selectors as runs_selectors
+from scoring.runs import services
 
 
 class RunCommand(JsonCommand):
@@ -171,7 +172,7 @@ class RunCommand(JsonCommand):
 
     def _candidate_judges(self, benchmark, wanted: str | None) -> list[Judge]:
         """The candidate panel's judges a run can grade for (notes on the others to stderr)."""
-        from scoring.services.candidate import candidate_graders, candidate_state
+        from scoring.runs.services.candidate import candidate_graders, candidate_state
 
         if wanted:
             raise usage_error("--panel candidate names its judges: give no --judges")
@@ -208,8 +209,8 @@ class RunCommand(JsonCommand):
         return [found[i] for i in ids]
 
     def _dry_run(self, edition, judges: list[Judge], fmt: str) -> None:
-        """Print the run's estimate (scoring.estimate.estimate_run); nothing is written."""
-        from scoring.estimate import estimate_run, estimate_summary
+        """Print the run's estimate (scoring.runs.estimate.estimate_run); nothing is written."""
+        from scoring.runs.estimate import estimate_run, estimate_summary
 
         estimate = estimate_run(edition=edition, judges=judges, kind=self.kind)
         if fmt == "json":
