@@ -3,7 +3,7 @@ draft's impact preview) of a finished re-scoring run's edition.
 
 The run machinery sends it by name when a re-scoring run completes
 (scoring.runs.services.runs.BOARD_REFRESH_TASK): the board sits above the runs. Registered name
-unchanged since it lived in scoring.runs.tasks, so queued messages still resolve.
+unchanged since it lived among the runs' tasks, so queued messages still resolve.
 """
 
 from __future__ import annotations
