@@ -18,12 +18,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.roles import Role, has_role
+from core.views import requires
 from judges.prompts import describe_scale
 from questions.errors import DomainError, NotFoundError
 from questions.models import Benchmark
 from review import permissions, selectors
 from review.cited_passages import successor_passage
-from review.view_helpers import requires
 from scoring.board.human import (
     DEFAULT_SIZE,
     get_item,
