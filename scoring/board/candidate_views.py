@@ -18,6 +18,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -191,6 +193,16 @@ class CandidateApi(APIView):
 
     permission_classes = [CanViewCandidate]
 
+    @extend_schema(
+        operation_id="scoring_candidate",
+        summary="The candidate panel's board beside the judge panel's, and what adopting it changes.",
+        parameters=[
+            OpenApiParameter(
+                "edition", str, description="Key edition name (default: latest published)"
+            )
+        ],
+        responses={200: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
+    )
     def get(self, request: Request, benchmark: str) -> Response:
         bench = Benchmark.objects.filter(name=benchmark).first()
         if bench is None:
