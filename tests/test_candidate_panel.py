@@ -194,7 +194,7 @@ def test_pages_and_api_are_for_editors_and_admins_and_only_admins_change_it(tiny
     assert panel_state(tiny["benchmark"])[0]["prompt_version"] == "v1"
     client.force_login(UserFactory(username="ada", roles=["admin"]))
     assert "Adopt as the judge panel" in client.get(url).content.decode()
-    assert client.post(action, {"action": "adopt", "edition": "original"}).status_code == 302
+    assert client.post(action, {"action": "adopt", "edition": "original"}).status_code == 303
     assert panel_state(tiny["benchmark"])[0]["prompt_version"] == "v2"
     nav = client.get(reverse("home")).content.decode()
     assert reverse("scoring:candidate-index") in nav and "Candidate panel" in nav
@@ -271,6 +271,6 @@ def test_the_page_rescores_for_the_candidate_with_a_budget_and_skips_a_stale_pin
     assert preview["cost"]["estimate"]["summary"] in page
     response = client.post(action, {"action": "rescore", "budget_tokens": "100"})
     run = ScoringRun.objects.get()
-    assert response.status_code == 302 and response["Location"].endswith(f"/runs/{run.pk}/")
+    assert response.status_code == 303 and response["Location"].endswith(f"/runs/{run.pk}/")
     assert (run.status, run.budget_tokens, run.graded) == ("stopped", 100, 0)
     assert sorted(run.judges.values_list("judge_id", flat=True)) == ["ref-lenient", "ref-strict"]

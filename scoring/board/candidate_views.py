@@ -27,6 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.roles import Role, has_role
+from core.views import done, requires
 from questions.errors import DomainError
 from questions.models import Benchmark, KeyEdition
 from questions.selectors import latest_published_edition
@@ -42,6 +43,9 @@ from scoring.runs.services.candidate import (
 )
 from scoring.runs.services.panel import panel_state, parse_panel_spec
 
+VIEWERS_ONLY = "Only an editor or an admin may see a candidate panel."
+ADMINS_ONLY = "Only an admin may change or adopt a candidate panel."
+
 
 def can_view_candidate(user) -> bool:
     """Return True when `user` may see a candidate panel's figures (an editor or admin)."""
@@ -51,20 +55,10 @@ def can_view_candidate(user) -> bool:
 class CanViewCandidate(BasePermission):
     """DRF permission: the same rule as the pages (403 for anyone else)."""
 
-    message = "Only an editor or an admin may see a candidate panel."
+    message = VIEWERS_ONLY
 
     def has_permission(self, request, view) -> bool:
         return can_view_candidate(request.user)
-
-
-def _require_viewer(request: HttpRequest) -> None:
-    if not can_view_candidate(request.user):
-        raise PermissionDenied("Only an editor or an admin may see a candidate panel.")
-
-
-def _require_admin(request: HttpRequest) -> None:
-    if not can_manage_runs(request.user):
-        raise PermissionDenied("Only an admin may change or adopt a candidate panel.")
 
 
 def _edition(benchmark: Benchmark, name: str | None) -> KeyEdition:
@@ -78,9 +72,9 @@ def _edition(benchmark: Benchmark, name: str | None) -> KeyEdition:
 
 
 @require_GET
+@requires(can_view_candidate, VIEWERS_ONLY)
 def candidate_index(request: HttpRequest) -> HttpResponse:
     """List the benchmarks with their candidate panels, or go straight to the only one."""
-    _require_viewer(request)
     benchmarks = list(Benchmark.objects.order_by("name"))
     if len(benchmarks) == 1:
         return redirect("scoring:candidate", benchmark=benchmarks[0].name)
@@ -116,10 +110,10 @@ def _rows(preview: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @require_GET
+@requires(can_view_candidate, VIEWERS_ONLY)
 def candidate_page(request: HttpRequest, benchmark: str) -> HttpResponse:
     """Show the candidate panel beside the judge panel for one key edition (editors and
     admins), with the admin's forms: define, re-score (estimate and budget), adopt."""
-    _require_viewer(request)
     bench = get_object_or_404(Benchmark, name=benchmark)
     edition = _edition(bench, request.GET.get("edition"))
     preview = candidate_preview(edition)
@@ -142,10 +136,10 @@ def candidate_page(request: HttpRequest, benchmark: str) -> HttpResponse:
 
 
 @require_POST
+@requires(can_manage_runs, ADMINS_ONLY)
 def candidate_action(request: HttpRequest, benchmark: str) -> HttpResponse:
     """Do one admin action on the candidate panel (`action`: set, clear, rescore, adopt);
     each is audit-logged by its service; back to the page with a message."""
-    _require_admin(request)
     bench = get_object_or_404(Benchmark, name=benchmark)
     edition = _edition(bench, request.POST.get("edition"))
     action = request.POST.get("action", "")
@@ -170,7 +164,7 @@ def candidate_action(request: HttpRequest, benchmark: str) -> HttpResponse:
                 f"Run {run.pk} grades for the candidate: {run.needed} "
                 f"pair{pluralize(run.needed)} to grade, {run.reused} reused.",
             )
-            return redirect("scoring:run-detail", pk=run.pk)
+            return done(request, reverse("scoring:run-detail", args=[run.pk]))
         elif action == "adopt":
             after = candidate_adopt(benchmark=bench, actor=request.user)
             names = ", ".join(f"{m['judge']}@{m['prompt_version']}" for m in after)
@@ -183,7 +177,7 @@ def candidate_action(request: HttpRequest, benchmark: str) -> HttpResponse:
             messages.error(request, f"Unknown action {action!r}.")
     except DomainError as exc:
         messages.error(request, str(exc))
-    return redirect(back)
+    return done(request, back)
 
 
 class CandidateApi(APIView):
