@@ -15,10 +15,10 @@ from django.db import transaction
 
 from core.actions import Action
 from core.services import audit_log
-from questions.errors import DomainError, NotFoundError
+from questions.errors import DomainError
 from questions.models import Benchmark, KeyEdition
 from scoring.models import CandidateMember, Judge, ScoringRun
-from scoring.runs.services.panel import judge_panel_set, panel_state
+from scoring.runs.services.panel import checked_members, judge_panel_set, panel_state
 
 
 def candidate_state(benchmark: Benchmark) -> list[dict[str, str]]:
@@ -59,36 +59,9 @@ def candidate_set(
     Action.CANDIDATE_PANEL_SET with the candidate before and after (nothing when unchanged).
     Changes no published figure. Raises NotFoundError / DomainError as `judge_panel_set`.
     """
-    if not members:
-        raise DomainError(f"benchmark {benchmark.name!r}: a candidate panel needs a judge")
-    ids = [jid for jid, _ in members]
-    dupes = sorted({j for j in ids if ids.count(j) > 1})
-    if dupes:
-        raise DomainError(f"judge {', '.join(map(repr, dupes))} named twice in the panel")
     with transaction.atomic():
-        judges = {
-            j.judge_id: j
-            for j in Judge.objects.select_for_update().filter(benchmark=benchmark, judge_id__in=ids)
-        }
-        unknown = [j for j in ids if j not in judges]
-        if unknown:
-            raise NotFoundError(
-                f"benchmark {benchmark.name!r} has no judge {', '.join(map(repr, unknown))}"
-            )
-        auditors = [j for j in ids if judges[j].role != Judge.Role.JUDGE]
-        if auditors:
-            raise DomainError(
-                f"{', '.join(map(repr, auditors))} is an auditor, not a judge: "
-                "auditors check the key and cannot sit on a judge panel"
-            )
+        judges, after = checked_members(benchmark, members, "a candidate panel")
         before = candidate_state(benchmark)
-        after = sorted(
-            (
-                {"judge": jid, "prompt_version": pv or judges[jid].prompt_version}
-                for jid, pv in members
-            ),
-            key=lambda m: m["judge"],
-        )
         if before == after:
             return after
         CandidateMember.objects.filter(benchmark=benchmark).delete()

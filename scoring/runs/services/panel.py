@@ -47,6 +47,43 @@ def panel_state(benchmark: Benchmark) -> list[dict[str, str]]:
     ]
 
 
+def checked_members(
+    benchmark: Benchmark, members: list[tuple[str, str | None]], panel: str
+) -> tuple[dict[str, Judge], list[dict[str, str]]]:
+    """Check `members` for a panel of `benchmark` and return ({judge id: Judge locked FOR
+    UPDATE}, the members as [{"judge", "prompt_version"}] sorted by judge id, a version of
+    None taken as the judge's current one). Call inside a transaction. `panel` names the
+    panel in messages ("the judge panel", "a candidate panel"). Raises DomainError for no
+    member, a judge named twice or an auditor, NotFoundError for a judge id the benchmark
+    lacks: the one rule for judge panels and candidate panels alike."""
+    if not members:
+        raise DomainError(f"benchmark {benchmark.name!r}: {panel} needs at least one judge")
+    ids = [jid for jid, _ in members]
+    dupes = sorted({j for j in ids if ids.count(j) > 1})
+    if dupes:
+        raise DomainError(f"judge {', '.join(map(repr, dupes))} named twice in the panel")
+    judges = {
+        j.judge_id: j
+        for j in Judge.objects.select_for_update().filter(benchmark=benchmark, judge_id__in=ids)
+    }
+    unknown = [j for j in ids if j not in judges]
+    if unknown:
+        raise NotFoundError(
+            f"benchmark {benchmark.name!r} has no judge {', '.join(map(repr, unknown))}"
+        )
+    auditors = [j for j in ids if judges[j].role != Judge.Role.JUDGE]
+    if auditors:
+        raise DomainError(
+            f"{', '.join(map(repr, auditors))} is an auditor, not a judge: "
+            f"auditors check the key and cannot sit on {panel}"
+        )
+    after = sorted(
+        ({"judge": jid, "prompt_version": pv or judges[jid].prompt_version} for jid, pv in members),
+        key=lambda m: m["judge"],
+    )
+    return judges, after
+
+
 def judge_panel_set(
     *,
     benchmark: Benchmark,
@@ -61,36 +98,9 @@ def judge_panel_set(
     after (no entry when nothing changes). Raises NotFoundError for an unknown judge id and
     DomainError for an empty panel, a duplicate or an auditor.
     """
-    if not members:
-        raise DomainError(f"benchmark {benchmark.name!r}: a judge panel needs at least one judge")
-    ids = [jid for jid, _ in members]
-    dupes = sorted({j for j in ids if ids.count(j) > 1})
-    if dupes:
-        raise DomainError(f"judge {', '.join(map(repr, dupes))} named twice in the panel")
     with transaction.atomic():
-        judges = {
-            j.judge_id: j
-            for j in Judge.objects.select_for_update().filter(benchmark=benchmark, judge_id__in=ids)
-        }
-        unknown = [j for j in ids if j not in judges]
-        if unknown:
-            raise NotFoundError(
-                f"benchmark {benchmark.name!r} has no judge {', '.join(map(repr, unknown))}"
-            )
-        auditors = [j for j in ids if judges[j].role != Judge.Role.JUDGE]
-        if auditors:
-            raise DomainError(
-                f"{', '.join(map(repr, auditors))} is an auditor, not a judge: "
-                "auditors check the key and cannot sit on the judge panel"
-            )
+        judges, after = checked_members(benchmark, members, "the judge panel")
         before = panel_state(benchmark)
-        after = sorted(
-            (
-                {"judge": jid, "prompt_version": pv or judges[jid].prompt_version}
-                for jid, pv in members
-            ),
-            key=lambda m: m["judge"],
-        )
         if before == after:
             return after
         PanelMember.objects.filter(benchmark=benchmark).delete()
