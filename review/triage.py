@@ -126,28 +126,14 @@ def _consensus_against_key(
     }
 
 
-def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
-    """Compute what triage would do, without writing: exclusions and {question pk: [(source, detail)]}.
-
-    Keys: "exclusions" and "exclusion_entries" ({question pk: detail / KeyEntry}),
-    "items" ({question pk: [(Source, detail)]}), "labels" ({pk: question_id}), "scored"
-    (set of question pks), "model_scores" ({model_id: score %, 2 decimals}, the
-    leaderboard's), "citation_checks" (review.citation_checks summary: checked /
-    not_checked / no_citation / failed by problem, over the edition's entries). A fixed number of queries: entries, verdicts, flags, the leaderboard's
-    grade rows, sections.
-    """
-    entries = key_entries_for_edition(edition, select_related=("citation_document",))
-    # Scored in this edition (questions.selectors.scored_entries): keyed, not removed,
-    # its effective entry not excluded by audit.
-    scored = set(scored_entries(edition, entries=entries))
-    entries = {q: e for q, e in entries.items() if not e.removed}
-    entry_ids = {e.pk: q for q, e in entries.items()}
-    labels = dict(Question.objects.filter(benchmark=benchmark).values_list("pk", "question_id"))
-
-    exclusions: dict[int, dict] = {}
-    items: dict[int, list[tuple[str, dict]]] = defaultdict(list)
-
-    # Rule 4: the one decision of scoring.audit_rule (the report counts the same).
+def _audit_findings(
+    edition: KeyEdition,
+    entry_ids: dict[int, int],
+    exclusions: dict[int, dict],
+    items: dict[int, list[tuple[str, dict]]],
+) -> None:
+    """Rule 4 (scoring.audit_rule's one decision) for `findings`: fill `exclusions` and add
+    single-auditor flags to `items` ({question pk: [(Source, detail)]}), in place."""
     for entry_id, decision in audit_decisions(entry_ids).items():
         qpk = entry_ids[entry_id]
         detail = {
@@ -170,20 +156,21 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
         elif decision.outcome == SINGLE:
             items[qpk].append((Source.SINGLE_AUDITOR_FLAG, detail))
 
-    # Questions this run excludes are not scored either: the detectors' model scores
-    # (rule 2) must not count them, or a first triage and a re-run would disagree.
-    scored -= set(exclusions)
 
-    for qpk, detail in _judge_flags(benchmark, edition, entry_ids).items():
-        items[qpk].append((Source.JUDGE_FLAG, detail))
-
-    # Detector 1: consensus against the key. Rules 1-2 are the engine's, on the grades
-    # the leaderboard uses (scoring.selectors.load_edition_grades: the judge panel at its
-    # current prompt versions), so the model scores here are the leaderboard's.
+def _consensus_findings(
+    benchmark: Benchmark,
+    edition: KeyEdition,
+    table: Any,
+    entries: dict[int, Any],
+    labels: dict[int, str],
+    items: dict[int, list[tuple[str, dict]]],
+) -> dict[str, float]:
+    """Detector 1 for `findings`: consensus against the key, added to `items` in place;
+    return the model scores it used ({model_id: score %, 2 decimals}, the leaderboard's:
+    rules 1-2 of the engine on `table`, the edition's grade table without the questions
+    this triage excludes). `table` None (no grades) gives {} and adds nothing."""
     scores: dict[str, float] = {}
-    table = load_edition_grades(edition).table
     if table is not None:
-        table = table.without_questions(labels[q] for q in exclusions)
         scores = {m: round(v, 2) for m, v in engine_model_scores(table).items()}
         qpk_of = {qid: pk for pk, qid in labels.items()}
         per_question: dict[int, dict[str, int | None]] = defaultdict(dict)
@@ -196,6 +183,47 @@ def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
                     items[qpk].append(
                         (Source.CONSENSUS_AGAINST_KEY, {**consensus, "edition": edition.name})
                     )
+    return scores
+
+
+def findings(benchmark: Benchmark, edition: KeyEdition) -> dict[str, Any]:
+    """Compute what triage would do, without writing: exclusions and {question pk: [(source, detail)]}.
+
+    Keys: "exclusions" and "exclusion_entries" ({question pk: detail / KeyEntry}),
+    "items" ({question pk: [(Source, detail)]}), "labels" ({pk: question_id}), "scored"
+    (set of question pks), "model_scores" ({model_id: score %, 2 decimals}, the
+    leaderboard's), "citation_checks" (review.citation_checks summary: checked /
+    not_checked / no_citation / failed by problem, over the edition's entries). A fixed number of queries: entries, verdicts, flags, the leaderboard's
+    grade rows, sections.
+    """
+    entries = key_entries_for_edition(edition, select_related=("citation_document",))
+    # Scored in this edition (questions.selectors.scored_entries): keyed, not removed,
+    # its effective entry not excluded by audit.
+    scored = set(scored_entries(edition, entries=entries))
+    entries = {q: e for q, e in entries.items() if not e.removed}
+    entry_ids = {e.pk: q for q, e in entries.items()}
+    labels = dict(Question.objects.filter(benchmark=benchmark).values_list("pk", "question_id"))
+
+    exclusions: dict[int, dict] = {}
+    items: dict[int, list[tuple[str, dict]]] = defaultdict(list)
+
+    # Rule 4: the one decision of scoring.audit_rule (the report counts the same).
+    _audit_findings(edition, entry_ids, exclusions, items)
+
+    # Questions this run excludes are not scored either: the detectors' model scores
+    # (rule 2) must not count them, or a first triage and a re-run would disagree.
+    scored -= set(exclusions)
+
+    for qpk, detail in _judge_flags(benchmark, edition, entry_ids).items():
+        items[qpk].append((Source.JUDGE_FLAG, detail))
+
+    # Detector 1: consensus against the key. Rules 1-2 are the engine's, on the grades
+    # the leaderboard uses (scoring.selectors.load_edition_grades: the judge panel at its
+    # current prompt versions), so the model scores here are the leaderboard's.
+    table = load_edition_grades(edition).table
+    if table is not None:  # the panel below reads the same table
+        table = table.without_questions(labels[q] for q in exclusions)
+    scores = _consensus_findings(benchmark, edition, table, entries, labels, items)
 
     # Issue 27 detector: the panel of models, weighed by fitted reliability, against the
     # key (review/detectors/panel.py; answers, grades on any scale, or both).
