@@ -18,6 +18,9 @@ PORT ?= 8000
 APPS := config core questions review scoring public interchange engine judges manage.py
 INSTALL_SYSTEM_PACKAGES ?= 1
 START_SERVICES ?= 1
+# pytest-xdist workers for the PostgreSQL pass (`auto`: one per core; 0 runs it in one
+# process). Each worker has its own test database and Redis database (tests/xdist_isolation.py).
+TEST_WORKERS ?= auto
 # Fixed passwords for the demo users (`make demo DEMO_PASSWORD=...`); only `demo` sees it.
 unexport DEMO_PASSWORD
 
@@ -73,7 +76,7 @@ check-services: venv
 test: setup-test-env check-services bytecode
 	mkdir -p test-artifacts
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) CELERY_TASK_ALWAYS_EAGER=1 \
-		$(BIN)/python -m pytest $(PYTEST_ARGS)
+		$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 	env -u DATABASE_URL -u REDIS_URL CELERY_TASK_ALWAYS_EAGER=1 \
 		$(BIN)/python -m pytest -m sqlite -p no:cacheprovider $(PYTEST_ARGS) \
 		$(if $(PYTEST_ARGS),|| test $$? -eq 5)
