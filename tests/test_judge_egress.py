@@ -9,7 +9,8 @@ Two holes in the endpoint policy of issue 26 ("no data may choose an address to 
   must see the connection refused, with nothing reaching the loopback server.
 Each through every client a backend builds: the sync SDK clients (and the batch upload over
 them), the openai backend's direct aiohttp call, the SDKs' async clients over aiohttp, and
-their httpx fallback when aiohttp is missing.
+their httpx fallback when aiohttp is missing. A proxy in the environment, the
+administrator's choice, is connected to unchecked (docs/admin.md).
 """
 
 from __future__ import annotations
@@ -296,3 +297,24 @@ def test_a_connection_goes_to_the_checked_address_with_tls_for_the_host_name(mon
     with pytest.raises(httpcore2.ConnectError):
         pool.request("GET", "https://judge.test/v1/models")
     assert seen == {"connected": ("93.184.215.14", 443), "server_hostname": "judge.test"}
+
+
+@pytest.mark.parametrize("how", ["sync", "direct", "async-sdk"])
+def test_the_administrators_proxy_is_reached_unchecked_and_the_judge_host_checked_before(
+    how, secret_env, monkeypatch
+):
+    """docs/admin.md: a proxy in the environment is the administrator's choice. Here it is on
+    loopback, which the policy does not allow for judges, and still gets the call; the judge's
+    own host is checked before the call (a public answer), and the proxy resolves it."""
+    proxy = Recorder(200)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    monkeypatch.setenv("NO_PROXY", "")
+    rebinding = Rebinding(socket.getaddrinfo, "judge.test", "93.184.215.14", checks=99)
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    policy = _policy(http_hosts=frozenset({"judge.test"}))
+    try:
+        _call("openai", how, "http://judge.test:8000", policy, monkeypatch)
+    finally:
+        proxy.close()
+    assert [r[1] for r in proxy.requests] == ["http://judge.test:8000/v1/chat/completions"]
+    assert rebinding.asked == ["93.184.215.14"]  # the check before the call, only
