@@ -104,10 +104,17 @@ class BatchAPI(ABC):
         return self.backend.grade_result(result.completion, scale)
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Call an SDK function; raise its errors as JudgeUnavailable / JudgeConfigError."""
+        """Call an SDK function; raise its errors as JudgeUnavailable / JudgeConfigError (a
+        3xx reply too: not followed), and a connection the EndpointPolicy refused at connect
+        time as its EndpointRefused (judges.egress)."""
         try:
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - classified below, the rest re-raised
+            from .egress import refusal_in
+
+            refused = refusal_in(exc)  # a connection refused by the policy: not retried
+            if refused is not None:
+                raise refused from None
             failure = self.backend._classify(exc)
             if failure is None:
                 raise

@@ -16,7 +16,10 @@ backend relies on it:
   says JSON (a body that does not decode raises, as there), its text otherwise;
 - the limiter slot (`slot()`) is held from just before the request is sent until its body
   has been read, as judges.llm's _SlotTransport holds it for the SDK's requests.
-Redirects are followed as the SDK's client follows them. A proxy comes from the environment
+No redirect is followed (`allow_redirects=False`; the 3xx reply raises the SDK's
+APIStatusError, which the backend reports as a non-retried redirect: judges.egress), and a
+connection made without a proxy resolves through judges.egress.CheckedResolver, so it goes
+only to addresses the backend's EndpointPolicy allows. A proxy comes from the environment
 (HTTPS_PROXY, NO_PROXY, ...) as read once per SDK client, when the client is made, as the
 SDK's httpx client reads it: aiohttp's own trust_env would look for it, and for a .netrc
 entry, in a thread per request (~24% of the worker's Python time per call, profiled), and a
@@ -29,6 +32,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+
+from .endpoint import EndpointPolicy
 
 # As the openai SDK's aiohttp client (openai._constants.DEFAULT_CONNECTION_LIMITS).
 MAX_CONNECTIONS = 1000
@@ -47,36 +52,53 @@ def available() -> bool:
 class DirectHttp:
     """A backend's HTTP side on the judge loop: the SDK's slotted async httpx client
     (`sdk_http`, for the SDK client the backend still builds: its headers and errors) and
-    one aiohttp session for the calls themselves, made on first use on the running loop."""
+    aiohttp sessions for the calls themselves, made on first use on the running loop: one for
+    direct connections, whose look-ups are checked against `policy` (judges.egress
+    .CheckedResolver; None: unchecked), and one for calls through the environment's proxy,
+    whose only connections are to that proxy, the administrator's choice (not checked)."""
 
-    def __init__(self, sdk_http: Any, timeout: float, slot: Callable[[], Any], tls: Any) -> None:
+    def __init__(
+        self,
+        sdk_http: Any,
+        timeout: float,
+        slot: Callable[[], Any],
+        tls: Any,
+        policy: EndpointPolicy | None = None,
+    ) -> None:
         self.sdk_http = sdk_http
         self.slot = slot
         self.tls = tls
+        self.policy = policy
         self.timeout_seconds = timeout
-        self._session: Any = None
+        self._sessions: dict[bool, Any] = {}
         self._timeout: Any = None
 
-    def session(self) -> Any:
-        """Return the aiohttp session (built on the first call, on the running loop)."""
-        if self._session is None:
+    def session(self, *, proxied: bool = False) -> Any:
+        """Return the aiohttp session for calls through a proxy (`proxied`) or not, built on
+        its first call, on the running loop."""
+        session = self._sessions.get(proxied)
+        if session is None:
             import aiohttp
 
-            connector = aiohttp.TCPConnector(
+            from .egress import aiohttp_connector
+
+            connector = aiohttp_connector(
+                None if proxied else self.policy,
                 ssl=self.tls if self.tls is not None else True,
                 limit=MAX_CONNECTIONS,
                 keepalive_timeout=KEEPALIVE_SECONDS,
             )
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
+            session = aiohttp.ClientSession(connector=connector, trust_env=False)
+            self._sessions[proxied] = session
             t = self.timeout_seconds
             self._timeout = aiohttp.ClientTimeout(sock_connect=t, sock_read=t, connect=t)
-        return self._session
+        return session
 
     async def aclose(self) -> None:
-        """Close the aiohttp session and the SDK's client."""
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        """Close the aiohttp sessions and the SDK's client."""
+        sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
+            await session.close()
         await self.sdk_http.aclose()
 
 
@@ -104,14 +126,15 @@ class DirectChat:
 
     async def post(self, body: dict[str, Any]) -> Any:
         """POST `body` (JSON) and return the decoded reply (module docstring). Raises the
-        SDK's APIStatusError / APITimeoutError / APIConnectionError, or the slot's
-        LimiterTimeout."""
+        SDK's APIStatusError (a 3xx reply too: not followed) / APITimeoutError /
+        APIConnectionError, the slot's LimiterTimeout, or EndpointRefused when the host
+        resolves to an address the policy refuses (nothing sent)."""
         import aiohttp
         import openai
 
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         data = data.encode()
-        session = self.http.session()
+        session = self.http.session(proxied=self.proxy is not None)
         async with self.http.slot():
             try:
                 async with session.post(
@@ -121,6 +144,7 @@ class DirectChat:
                     timeout=self.http._timeout,
                     proxy=self.proxy,
                     proxy_auth=self.proxy_auth,
+                    allow_redirects=False,
                 ) as reply:
                     content = await reply.read()
                     status, raw_headers = reply.status, reply.raw_headers

@@ -13,7 +13,8 @@ The rules, in order:
 - `base_url` must be https, or http to a host in `http_hosts`; it carries no user name,
   password, query or fragment.
 - Every address the host stands for (an IP literal, or each address socket.getaddrinfo
-  gives at call time, against DNS rebinding) must be globally routable
+  gives before each call and again when a connection is made, against DNS rebinding:
+  judges.egress) must be globally routable
   (ipaddress's `is_global`: not loopback, link-local 169.254.0.0/16 and fe80::/10, private
   10/8, 172.16/12, 192.168/16, fc00::/7, shared 100.64/10, reserved, multicast), unless it
   lies in one of `allowed_networks`; the cloud metadata addresses (METADATA_ADDRESSES) are
@@ -149,7 +150,19 @@ class EndpointPolicy:
         literal = _literal(host)
         if literal is not None:
             return [literal]
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return self.resolve_checked(host, parts.port or (443 if parts.scheme == "https" else 80))
+
+    def resolve_checked(self, host: str, port: int) -> list[IPAddress]:
+        """Return the addresses `host` stands for now (itself for an IP literal; else each
+        address `resolve` gives, in its order, once), after check_address passed each: the
+        check before a call (check_resolved) and at connect time (judges.egress, which
+        connects to these addresses only). Raises EndpointRefused when any address is
+        refused, or the host does not resolve."""
+        host = host.lower()
+        literal = _literal(host)
+        if literal is not None:
+            self.check_address(literal, host)
+            return [literal]
         try:
             infos = self.resolve(host, port, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError) as exc:

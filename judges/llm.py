@@ -13,6 +13,10 @@ given an EndpointPolicy (judges.endpoint; scoring.runs.services.backends.judge_b
 always gives one) checks the key variable's name and the base_url's host against it, the
 host's addresses as resolved then (DNS rebinding; a resolution is reused for
 RESOLVE_TTL_SECONDS), and refuses the call with EndpointRefused (a JudgeConfigError).
+Every HTTP client a backend builds follows no redirect and checks, with the same policy, the
+addresses it connects to when it connects (judges.egress): a 3xx reply fails the call, not
+retried, with a JudgeConfigError naming the URL and its Location; a connection to a refused
+address raises the EndpointRefused itself, not a (retried) connection error.
 """
 
 from __future__ import annotations
@@ -236,7 +240,11 @@ class ChatBackend(JudgeBackend):
         def attempt() -> Completion:
             # Each attempt, retries included, takes a concurrency slot and an RPM token.
             with self.limiter.slot(timeout=self.limiter_timeout):
-                return self._complete(prompt, max_tokens, self._api_key())
+                try:
+                    return self._complete(prompt, max_tokens, self._api_key())
+                except Exception as exc:
+                    _raise_refusal(exc)
+                    raise
 
         return call_with_retries(attempt, self._classify, self.policy)
 
@@ -263,6 +271,7 @@ class ChatBackend(JudgeBackend):
             except Exception as exc:
                 if isinstance(exc.__cause__, LimiterTimeout):
                     raise exc.__cause__ from None
+                _raise_refusal(exc)
                 raise
 
         return await acall_with_retries(attempt, self._classify, self.policy)
@@ -310,8 +319,20 @@ class ChatBackend(JudgeBackend):
         status_error, timeout_error, connection_error = self._sdk_errors()
         if isinstance(exc, status_error):
             status = int(exc.status_code)
+            response = getattr(exc, "response", None)
+            headers = getattr(response, "headers", None)
+            if 300 <= status < 400:  # never followed, never retried (judges.egress)
+                from .egress import redirect_message
+
+                url = str(getattr(getattr(response, "request", None), "url", "") or "")
+                location = headers.get("location") if headers is not None else None
+                text = redirect_message(status, url or (self.config.base_url or ""), location)
+                return Failure(
+                    transient=False,
+                    message=redact(f"{self.config.model}: {text}", secret),
+                    status=status,
+                )
             message = redact(f"HTTP {status} from {self.config.model}: {exc.message}", secret)
-            headers = getattr(getattr(exc, "response", None), "headers", None)
             return Failure(
                 transient=is_transient_status(status),
                 message=message,
@@ -378,6 +399,16 @@ def _endpoint(client: Any, path: str) -> str:
     return str(base.join(path))
 
 
+def _raise_refusal(exc: BaseException) -> None:
+    """Raise the EndpointRefused a connection was refused with (judges.egress) when `exc`,
+    an SDK's connection error, wraps one: a refusal, not a failure worth retrying."""
+    from .egress import refusal_in
+
+    refused = refusal_in(exc)
+    if refused is not None and refused is not exc:
+        raise refused from None
+
+
 def _as_coroutine(sleep: Callable[[float], None]) -> Callable[[float], Any]:
     """Wrap an injected sync sleep (tests) as the awaitable `asleep` the async path uses."""
 
@@ -387,7 +418,9 @@ def _as_coroutine(sleep: Callable[[float], None]) -> Callable[[float], Any]:
     return asleep
 
 
-def _slotted_http_client(sdk: Any, timeout: float, slot: Callable[[], Any]) -> Any:
+def _slotted_http_client(
+    sdk: Any, timeout: float, slot: Callable[[], Any], policy: EndpointPolicy | None
+) -> Any:
     """Return the SDK's aiohttp-backed async client (its documented choice for many concurrent
     calls: about 1.1 ms of CPU per call here against 1.5 ms over httpx), or its default
     async httpx client when the `aiohttp` extra is missing, with each transport it makes
@@ -395,12 +428,17 @@ def _slotted_http_client(sdk: Any, timeout: float, slot: Callable[[], Any]) -> A
 
     The wrapping overrides the client's transport factories (`_init_transport`,
     `_init_proxy_transport`: the hooks the SDK's own aiohttp client overrides), so every
-    request the SDK sends, through a proxy or not, holds a slot."""
+    request the SDK sends, through a proxy or not, holds a slot. The client follows no
+    redirect, and its direct transport connects only to addresses `policy` allows
+    (judges.egress.check_connections; None: unchecked)."""
+
+    from .egress import check_connections
 
     def slotted(base: type) -> type:
         class SlottedClient(base):
             def _init_transport(self, *args: Any, **kwargs: Any) -> Any:
-                return _SlotTransport(super()._init_transport(*args, **kwargs), slot)
+                inner = check_connections(super()._init_transport(*args, **kwargs), policy)
+                return _SlotTransport(inner, slot)
 
             def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> Any:
                 return _SlotTransport(super()._init_proxy_transport(*args, **kwargs), slot)
@@ -409,9 +447,9 @@ def _slotted_http_client(sdk: Any, timeout: float, slot: Callable[[], Any]) -> A
 
     tls = {"verify": context} if (context := default_tls_context()) is not None else {}
     try:
-        return slotted(sdk.DefaultAioHttpClient)(timeout=timeout, **tls)
+        return slotted(sdk.DefaultAioHttpClient)(timeout=timeout, follow_redirects=False, **tls)
     except RuntimeError:
-        return slotted(sdk.DefaultAsyncHttpxClient)(timeout=timeout, **tls)
+        return slotted(sdk.DefaultAsyncHttpxClient)(timeout=timeout, follow_redirects=False, **tls)
 
 
 @functools.cache
@@ -489,12 +527,16 @@ class OpenAIBackend(ChatBackend):
     def _client(self, api_key: str) -> Any:
         import openai
 
+        from . import egress
+
         return openai.OpenAI(
             api_key=api_key,
             base_url=self.config.base_url,
             timeout=self.config.timeout,
             max_retries=0,
-            http_client=self._pooled_http_client(openai.DefaultHttpxClient),
+            http_client=self._pooled_http_client(
+                lambda: egress.judge_http_client(openai.DefaultHttpxClient, self.endpoint_policy)
+            ),
         )
 
     def _body(self, prompt: str, max_tokens: int) -> dict[str, Any]:
@@ -533,10 +575,11 @@ class OpenAIBackend(ChatBackend):
 
         from . import direct
 
-        sdk_http = _slotted_http_client(openai, self.config.timeout, slot)
+        policy = self.endpoint_policy
+        sdk_http = _slotted_http_client(openai, self.config.timeout, slot, policy)
         if not direct.available():
             return sdk_http
-        return direct.DirectHttp(sdk_http, self.config.timeout, slot, default_tls_context())
+        return direct.DirectHttp(sdk_http, self.config.timeout, slot, default_tls_context(), policy)
 
     def _async_client(self, api_key: str, http_client: Any) -> Any:
         """Return the SDK's async client for `api_key`, or, over a direct.DirectHttp, a
@@ -609,11 +652,15 @@ class AnthropicBackend(ChatBackend):
     def _client(self, api_key: str) -> Any:
         import anthropic
 
+        from . import egress
+
         kwargs: dict[str, Any] = {
             "api_key": api_key,
             "timeout": self.config.timeout,
             "max_retries": 0,
-            "http_client": self._pooled_http_client(anthropic.DefaultHttpxClient),
+            "http_client": self._pooled_http_client(
+                lambda: egress.judge_http_client(anthropic.DefaultHttpxClient, self.endpoint_policy)
+            ),
         }
         if self.config.base_url:
             kwargs["base_url"] = self.config.base_url
@@ -656,7 +703,7 @@ class AnthropicBackend(ChatBackend):
     def _async_http_client(self, slot: Callable[[], Any]) -> Any:
         import anthropic
 
-        return _slotted_http_client(anthropic, self.config.timeout, slot)
+        return _slotted_http_client(anthropic, self.config.timeout, slot, self.endpoint_policy)
 
     def _async_client(self, api_key: str, http_client: Any) -> Any:
         import anthropic
