@@ -73,11 +73,16 @@ check-services: venv
 # setup-test-env runs first (seconds), before the install (minutes on a new machine).
 # The SQLite pass runs the tests marked `sqlite`; it may select none when PYTEST_ARGS
 # narrows the run (pytest's exit 5), which is then not a failure.
+# pytest may write bytecode even where PYTHONDONTWRITEBYTECODE=1 is set: its assertion
+# rewriting of the test modules (half of collection's CPU) is cached only as bytecode in
+# tests/__pycache__, so with the variable set every pytest process, each xdist worker
+# included, rewrote all of them again.
 test: setup-test-env check-services bytecode
 	mkdir -p test-artifacts
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) CELERY_TASK_ALWAYS_EAGER=1 \
+	env -u PYTHONDONTWRITEBYTECODE \
+		DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) CELERY_TASK_ALWAYS_EAGER=1 \
 		$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
-	env -u DATABASE_URL -u REDIS_URL CELERY_TASK_ALWAYS_EAGER=1 \
+	env -u PYTHONDONTWRITEBYTECODE -u DATABASE_URL -u REDIS_URL CELERY_TASK_ALWAYS_EAGER=1 \
 		$(BIN)/python -m pytest -m sqlite -p no:cacheprovider $(PYTEST_ARGS) \
 		$(if $(PYTEST_ARGS),|| test $$? -eq 5)
 
