@@ -14,7 +14,11 @@ Timed, CPU time of this process (time.process_time), best of 3, in the same run:
   grade), and the section's figures computed uncached (1,000 stratified bootstrap
   resamples, the default; once);
 - `engine.human.human_agreement` alone on synthetic samples of 30, 100 and 300
-  human grades (2 judges, 6 models), against one evaluation of its statistics.
+  human grades (2 judges, 6 models), against one evaluation of its statistics
+  (`_Stats.point`, sklearn's kappas);
+- the 1,000 resamples' statistics of those samples evaluated as before the vectorised
+  bootstrap (`cohen_kappa_score` once per resample and kappa, `_Stats.evaluate` with
+  sklearn's kappas) against all at once (`_Stats.resampled`), the same counts, once each.
 
 Prints the ratios against the reference and the load average.
 """
@@ -131,11 +135,18 @@ def main() -> None:
     for n in (30, 100, 300):
         u = _synthetic(n)
         stats = _Stats(u)
-        one = _cpu(lambda stats=stats, n=n: stats(np.ones(n)), repeats=5)
+        one = _cpu(stats.point, repeats=5)
         full = _cpu(lambda u=u: human_agreement(u, n_bootstrap=1000, seed=0))
         print(
             f"human_agreement, {n} grades, 1000 resamples: {full:.3f} s CPU "
             f"({full / one:.0f}x one evaluation of {one * 1000:.2f} ms)"
+        )
+        counts = np.random.default_rng(n).multinomial(n, np.ones(n) / n, size=1000)
+        per_resample = _cpu(lambda s=stats, c=counts: s.evaluate(c, kappas=s._sklearn), repeats=1)
+        at_once = _cpu(lambda s=stats, c=counts: s.resampled(c), repeats=3)
+        print(
+            f"  its 1000 resamples' statistics, sklearn per resample: {per_resample:.3f} s CPU, "
+            f"all at once: {at_once:.4f} s CPU ({per_resample / at_once:.0f}x faster)"
         )
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
