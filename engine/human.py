@@ -468,14 +468,23 @@ def _model_rows(stats: _Stats, u: HumanUnits, figure: dict[str, tuple]) -> list[
 def _bootstrap(
     stats: _Stats, u: HumanUnits, n_bootstrap: int, seed: int, confidence: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Stratified percentile bootstrap of every statistic: (low, high, undefined counts)."""
+    """Stratified percentile bootstrap of every statistic: (low, high, undefined counts).
+
+    A stratum of one graded response is in every resample once (resampling one response
+    with replacement can only draw it), so only the larger strata go to scipy, which
+    refuses a sample of one; with none larger there is no interval (NaN).
+    """
     from scipy.stats import bootstrap
 
     n_items = len(u.weight)
     strata = [np.flatnonzero(np.array(u.stratum) == s) for s in STRATA]
-    strata = [s for s in strata if s.size]
+    resampled = tuple(s for s in strata if s.size > 1)
+    fixed = np.bincount(
+        np.concatenate([s for s in strata if s.size == 1] or [np.array([], dtype=int)]),
+        minlength=n_items,
+    )
     nan = np.full(len(stats.names), np.nan)
-    if n_items < 2 or n_bootstrap < 1:
+    if n_items < 2 or n_bootstrap < 1 or not resampled:
         return nan, nan.copy(), np.zeros(len(stats.names), dtype=int)
 
     def statistic(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -484,12 +493,12 @@ def _bootstrap(
         rows = drawn.shape[0]
         flat = (np.arange(rows)[:, None] * n_items + drawn).ravel()
         counts = np.bincount(flat, minlength=rows * n_items).reshape(rows, n_items)
-        return stats.resampled(counts)
+        return stats.resampled(counts + fixed)
 
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         res = bootstrap(
-            tuple(strata),
+            resampled,
             statistic,
             paired=False,
             vectorized=True,

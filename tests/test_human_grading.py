@@ -240,6 +240,44 @@ def test_the_bootstrap_interval_is_seeded_and_holds_the_estimate():
     assert one["people"]["n_responses"] == 0 and one["people"]["kappa"]["value"] is None
 
 
+def test_a_stratum_of_one_graded_response_is_in_every_resample():
+    """The first grades often leave a stratum with one graded response; scipy refuses a
+    sample of one, so the engine keeps it in every resample once (all a resample of one
+    can be). Hand check: the disagreement response (weight 5/1) is the judge's only miss,
+    the three of the rest (weight 50/3 each) match, so every resample's exact agreement
+    is 50 / (50 + 5) = 10/11 and so is its interval."""
+    strata = ["disagree", "rest", "rest", "rest"]
+    u = HumanUnits(
+        item=np.arange(4),
+        human=np.array([2.0, 1.0, 2.0, 1.0]),
+        rater=["ann"] * 4,
+        weight=inverse_probability_weights(
+            strata, {"disagree": 5, "rest": 50}, {"disagree": 1, "rest": 3}
+        ),
+        stratum=strata,
+        model=["A"] * 4,
+        judges=np.array([[0.0], [1.0], [2.0], [1.0]]),
+        judge_ids=["j1"],
+        scale=[0, 1, 2],
+    )
+    exact = human_agreement(u, n_bootstrap=200, seed=1).to_dict()["judges"][0]["exact_agreement"]
+    assert exact["value"] == exact["low"] == exact["high"] == round(10 / 11, 4)
+    # Two responses, one per stratum: every resample is the sample; no interval.
+    two = HumanUnits(
+        item=np.arange(2),
+        human=u.human[:2],
+        rater=["ann"] * 2,
+        weight=np.array([5.0, 50.0]),
+        stratum=strata[:2],
+        model=["A"] * 2,
+        judges=u.judges[:2],
+        judge_ids=["j1"],
+        scale=[0, 1, 2],
+    )
+    exact = human_agreement(two, n_bootstrap=200, seed=1).to_dict()["judges"][0]["exact_agreement"]
+    assert exact["value"] == round(50 / 55, 4) and exact["low"] is exact["high"] is None
+
+
 # --------------------------------------------------------------------- the worked demo
 @pytest.fixture
 def demo(db):
