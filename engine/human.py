@@ -19,7 +19,10 @@ would charge a two-step disagreement only twice a one-step one.
 
 Intervals: a stratified bootstrap over sampled responses (each stratum resampled with
 replacement at its own size, ``scipy.stats.bootstrap`` with ``paired=False``, seeded
-``numpy.random.default_rng(seed)``), percentile method.
+``numpy.random.default_rng(seed)``), percentile method. The point estimates call
+``cohen_kappa_score`` (:func:`weighted_kappa`); the resamples are evaluated all at once
+(``vectorized=True``), their kappas by :func:`weighted_kappas`, sklearn's formula over a
+stack of weighted confusion matrices, which the tests hold equal to sklearn to 1e-12.
 """
 
 from __future__ import annotations
@@ -210,14 +213,62 @@ def weighted_kappa(
     return value if math.isfinite(value) else None
 
 
-def _weighted_mean(x: np.ndarray, w: np.ndarray) -> float | None:
-    total = w.sum()
-    return float((x * w).sum() / total) if total > 0 else None
+def weighted_kappas(
+    a: np.ndarray, b: np.ndarray, w: np.ndarray, n_classes: int, weights: str = "quadratic"
+) -> np.ndarray:
+    """Cohen's weighted kappa of one pair of grade vectors under many weight vectors at once.
+
+    ``a``, ``b`` (U,): category indices 0..n_classes-1 (positions on the sorted scale, as
+    ``cohen_kappa_score(labels=scale)`` numbers them); ``w`` (B, U): B rows of non-negative
+    sample weights (a bootstrap resample's multiplicities times the inverse-probability
+    weights). Returns (B,) floats, NaN where :func:`weighted_kappa` gives None (no positive
+    weight, or chance disagreement 0: every grade in one category). The arithmetic is
+    sklearn's ``cohen_kappa_score`` (1.9) step by step, on a (B, K, K) stack of weighted
+    confusion matrices (rows ``a``, columns ``b``) built by one ``numpy.bincount``; the disagreement
+    weights are (i - j)^2 of the indices ("quadratic") or |i - j| ("linear").
+    """
+    a = np.asarray(a, dtype=np.intp)
+    b = np.asarray(b, dtype=np.intp)
+    w = np.asarray(w, dtype=float)
+    n_rows, k = w.shape[0], int(n_classes)
+    cell = a * k + b
+    flat = (np.arange(n_rows)[:, None] * (k * k) + cell[None, :]).ravel()
+    confusion = np.bincount(flat, weights=w.ravel(), minlength=n_rows * k * k).reshape(n_rows, k, k)
+    sum0 = confusion.sum(axis=1)  # sklearn's sum(confusion, axis=0), per row of w
+    sum1 = confusion.sum(axis=2)
+    total = sum0.sum(axis=1)
+    steps = np.arange(k, dtype=float)
+    w_mat = steps[None, :] - steps[:, None]
+    w_mat = np.abs(w_mat) if weights == "linear" else w_mat**2
+    with np.errstate(all="ignore"):
+        expected = sum0[:, :, None] * sum1[:, None, :] / total[:, None, None]
+        numerator = (w_mat * confusion).sum(axis=(1, 2))
+        denominator = (w_mat * expected).sum(axis=(1, 2))
+        value = 1 - numerator / denominator
+    value[(total == 0) | (denominator == 0) | ~np.isfinite(value)] = np.nan
+    return value
+
+
+def _weighted_mean(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted means over the last axis of w (B, U) (x (U,) or (B, U)): (B,), NaN where
+    a row's weights sum to 0."""
+    total = w.sum(axis=-1)
+    with np.errstate(all="ignore"):
+        out = (x * w).sum(axis=-1) / total
+    return np.where(total > 0, out, np.nan)
+
+
+def _sklearn_kappas(
+    a: np.ndarray, b: np.ndarray, w: np.ndarray, scale: Sequence[int]
+) -> np.ndarray:
+    """:func:`weighted_kappa` of each row of ``w`` (B, U), NaN for None: the point estimate."""
+    values = [weighted_kappa(a, b, row, scale) for row in w]
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
 class _Stats:
-    """The vector of every statistic for item multiplicities ``c`` (I,): 1 for the sample
-    itself, bootstrap counts for a resample. Layout in ``names``."""
+    """Every statistic for item multiplicities: 1 for the sample itself, bootstrap counts
+    for a resample. Layout in ``names``; :meth:`point` and :meth:`resampled`."""
 
     def __init__(self, u: HumanUnits) -> None:
         self.u = u
@@ -238,17 +289,37 @@ class _Stats:
         self.names += ["people:kappa", "people:exact"]
         self.names += [f"model:{m}:{s}" for m in self.models for s in ("people", "diff")]
 
-    def __call__(self, c: np.ndarray) -> np.ndarray:
+    def point(self) -> np.ndarray:
+        """(S,) every statistic on the sample itself, its kappas by ``cohen_kappa_score``;
+        NaN where undefined."""
+        return self.evaluate(np.ones((1, len(self.u.weight))), kappas=self._sklearn)[:, 0]
+
+    def resampled(self, counts: np.ndarray) -> np.ndarray:
+        """(S, B) every statistic for B resamples, ``counts`` (B, I) each response's
+        multiplicity in each; kappas by :func:`weighted_kappas`."""
+        return self.evaluate(counts, kappas=self._numpy)
+
+    def _sklearn(self, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return _sklearn_kappas(a, b, w, self.u.scale)
+
+    def _numpy(self, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+        scale = np.asarray(self.u.scale, dtype=float)
+        return weighted_kappas(np.searchsorted(scale, a), np.searchsorted(scale, b), w, scale.size)
+
+    def evaluate(self, counts: np.ndarray, *, kappas: Any) -> np.ndarray:
+        """(S, B) every statistic for multiplicities ``counts`` (B, I); ``kappas(a, b, w)``
+        gives the (B,) kappas of grade vectors a, b (U,) under weights w (B, U)."""
         u, out = self.u, []
-        w = self.unit_w * c[u.item]
+        c = np.asarray(counts, dtype=float)
+        w = self.unit_w * c[:, u.item]
         for j in range(len(u.judge_ids)):
             jg = u.judges[u.item, j]
             ok = ~np.isnan(jg)
             wj = np.where(ok, w, 0.0)
-            out.append(weighted_kappa(np.where(ok, jg, u.scale[0]), u.human, wj, u.scale))
+            out.append(kappas(np.where(ok, jg, u.scale[0]), u.human, wj))
             out.append(_weighted_mean((jg == u.human).astype(float), wj))
-        wp = u.weight[self.pair_item] * c[self.pair_item]
-        out.append(weighted_kappa(self.pair_a, self.pair_b, wp, u.scale))
+        wp = u.weight[self.pair_item] * c[:, self.pair_item]
+        out.append(kappas(self.pair_a, self.pair_b, wp))
         out.append(_weighted_mean((self.pair_a == self.pair_b).astype(float), wp))
         item_w = u.weight * c
         for m in range(len(self.models)):
@@ -256,15 +327,14 @@ class _Stats:
             counted = np.where((self.item_model == m) & self.agreed, item_w, 0.0)
             agreed = _weighted_mean(self.agreed_points, counted)
             out.append(people)
-            out.append(None if people is None or agreed is None else agreed - people)
-        return np.array([np.nan if v is None else v for v in out], dtype=float)
+            out.append(agreed - people)
+        return np.array(out, dtype=float).reshape(len(self.names), c.shape[0])
 
     def agreed_only(self, m: int) -> tuple[float | None, int]:
         """The agreement-only score of model ``m`` on the sample and its n of responses."""
         counted = (self.item_model == m) & self.agreed
-        return _weighted_mean(self.agreed_points, np.where(counted, self.u.weight, 0)), int(
-            counted.sum()
-        )
+        value = _weighted_mean(self.agreed_points, np.where(counted, self.u.weight, 0)[None])[0]
+        return (None if np.isnan(value) else float(value)), int(counted.sum())
 
 
 def _first_pairs(u: HumanUnits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -301,7 +371,7 @@ def human_agreement(
     from sklearn.metrics import confusion_matrix
 
     stats = _Stats(u)
-    point = stats(np.ones(len(u.weight)))
+    point = stats.point()
     low, high, undefined = _bootstrap(stats, u, n_bootstrap, seed, confidence)
     notes = []
     figure = {}
@@ -398,26 +468,40 @@ def _model_rows(stats: _Stats, u: HumanUnits, figure: dict[str, tuple]) -> list[
 def _bootstrap(
     stats: _Stats, u: HumanUnits, n_bootstrap: int, seed: int, confidence: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Stratified percentile bootstrap of every statistic: (low, high, undefined counts)."""
+    """Stratified percentile bootstrap of every statistic: (low, high, undefined counts).
+
+    A stratum of one graded response is in every resample once (resampling one response
+    with replacement can only draw it), so only the larger strata go to scipy, which
+    refuses a sample of one; with none larger there is no interval (NaN).
+    """
     from scipy.stats import bootstrap
 
     n_items = len(u.weight)
     strata = [np.flatnonzero(np.array(u.stratum) == s) for s in STRATA]
-    strata = [s for s in strata if s.size]
+    resampled = tuple(s for s in strata if s.size > 1)
+    fixed = np.bincount(
+        np.concatenate([s for s in strata if s.size == 1] or [np.array([], dtype=int)]),
+        minlength=n_items,
+    )
     nan = np.full(len(stats.names), np.nan)
-    if n_items < 2 or n_bootstrap < 1:
+    if n_items < 2 or n_bootstrap < 1 or not resampled:
         return nan, nan.copy(), np.zeros(len(stats.names), dtype=int)
 
-    def statistic(*samples: np.ndarray) -> np.ndarray:
-        return stats(np.bincount(np.concatenate(samples), minlength=n_items).astype(float))
+    def statistic(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+        # samples[h] (B, n_h): the response indices drawn from stratum h, one row a resample.
+        drawn = np.concatenate([np.atleast_2d(s) for s in samples], axis=-1)
+        rows = drawn.shape[0]
+        flat = (np.arange(rows)[:, None] * n_items + drawn).ravel()
+        counts = np.bincount(flat, minlength=rows * n_items).reshape(rows, n_items)
+        return stats.resampled(counts + fixed)
 
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         res = bootstrap(
-            tuple(strata),
+            resampled,
             statistic,
             paired=False,
-            vectorized=False,
+            vectorized=True,
             n_resamples=n_bootstrap,
             confidence_level=confidence,
             method="percentile",

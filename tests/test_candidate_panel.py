@@ -274,3 +274,31 @@ def test_the_page_rescores_for_the_candidate_with_a_budget_and_skips_a_stale_pin
     assert response.status_code == 303 and response["Location"].endswith(f"/runs/{run.pk}/")
     assert (run.status, run.budget_tokens, run.graded) == ("stopped", 100, 0)
     assert sorted(run.judges.values_list("judge_id", flat=True)) == ["ref-lenient", "ref-strict"]
+
+
+def test_agreement_reads_the_candidate_panel_when_asked(tiny):
+    """`agreement --panel candidate` (issue 31): the pairs of j1@v2 and j2@v1, not the
+    judge panel's. j1@v2 grades as j2 did on the 7 responses both graded (module
+    docstring): 7/7 exact agreement against the panel's 6/7, confusion all on the diagonal
+    (j1@v2 rows: Q1 mA 2, Q1 mB 0, Q2 0 and 1, Q3 mA 2, Q4 1 and 2)."""
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="has no candidate panel"):
+        run_json("agreement", "--edition", "original", "--panel", "candidate")
+    candidate_set(benchmark=tiny["benchmark"], members=[("j1", "v2"), ("j2", None)])
+    published = run_json("agreement", "--edition", "original")
+    assert published["judge_set"] == "panel"
+    assert published["pairs"][0]["exact_agreement"] == round(6 / 7, 4)
+    cand = run_json("agreement", "--edition", "original", "--panel", "candidate")
+    assert cand["judge_set"] == "candidate"
+    assert cand["panel"] == [
+        {"judge": "j1", "prompt_version": "v2"},
+        {"judge": "j2", "prompt_version": "v1"},
+    ]
+    [pair] = cand["pairs"]
+    assert pair["n"] == 7 and pair["exact_agreement"] == 1.0
+    assert pair["confusion"] == [[2, 0, 0], [0, 2, 0], [0, 0, 3]]
+    assert any("the candidate panel, not the benchmark's judge panel" in n for n in cand["notes"])
+    assert cand["human_agreement"] is None  # no blind sample drawn
+    with pytest.raises(CommandError, match="give no --judges"):
+        run_json("agreement", "--panel", "candidate", "--judges", "j1,j2")

@@ -20,10 +20,12 @@ from sklearn.metrics import cohen_kappa_score
 from core.models import AuditLogEntry
 from engine.human import (
     HumanUnits,
+    _Stats,
     draw_sample,
     human_agreement,
     inverse_probability_weights,
     weighted_kappa,
+    weighted_kappas,
 )
 from interchange.bundles import BundleError, import_bundle
 from questions.models import Benchmark
@@ -99,6 +101,94 @@ def test_weighted_kappa_equals_sklearn_on_replicated_rows():
     assert weighted_kappa(a, b, np.zeros(40), [0, 1, 2]) is None
 
 
+def _kappa_cases(rng):
+    """Random (a, b, W, scale) cases for the vectorised kappa, the degenerate ones included."""
+    for case in range(120):
+        k = int(rng.integers(2, 6))
+        scale = sorted(rng.choice(10, k, replace=False).tolist())
+        n = int(rng.integers(0, 40))
+        a = rng.integers(0, k, n)
+        kind = case % 6
+        if kind == 0:  # one category only, in both
+            a = np.full(n, rng.integers(0, k))
+            b = a.copy()
+        elif kind == 1:  # perfect agreement
+            b = a.copy()
+        elif kind == 2:  # each vector in one (different) category
+            a = np.full(n, 0)
+            b = np.full(n, k - 1)
+        else:
+            b = np.clip(a + rng.integers(-1, 2, n), 0, k - 1)
+        # Rows of weights as a resample makes them: bootstrap counts times N_h/n_h, with
+        # whole strata drawn zero times (empty strata) and an all-zero row.
+        counts = rng.multinomial(n, np.ones(n) / n, size=4) if n else np.zeros((4, 0))
+        strata = rng.integers(0, 2, n)
+        counts[1, strata == 0] = 0
+        counts[2, strata == 1] = 0
+        counts[3] = 0
+        ipw = np.where(strata == 0, 1.0, rng.uniform(1, 20))
+        yield a, b, counts * ipw, scale
+
+
+def test_the_resampled_kappas_equal_sklearns_to_1e12():
+    """engine.human.weighted_kappas (all resamples at once) against cohen_kappa_score called
+    row by row (engine.human.weighted_kappa): equal to 1e-12, undefined in the same rows."""
+    rng = np.random.default_rng(2026)
+    undefined = defined = 0
+    for a, b, w, scale in _kappa_cases(rng):
+        values = np.array(scale, dtype=float)
+        for weights in ("quadratic", "linear")[: 1 + (len(a) % 3 == 0)]:
+            mine = weighted_kappas(a, b, w, len(scale), weights=weights)
+            assert mine.shape == (w.shape[0],)
+            for row, value in zip(w, mine, strict=True):
+                theirs = weighted_kappa(values[a], values[b], row, scale, weights=weights)
+                if theirs is None:
+                    assert np.isnan(value)
+                    undefined += 1
+                else:
+                    assert abs(value - theirs) <= 1e-12, (value, theirs)
+                    defined += 1
+    assert undefined > 150 and defined > 250  # both branches are exercised
+
+
+def test_every_resampled_statistic_equals_the_sklearn_evaluation():
+    """_Stats.resampled (numpy kappas) against _Stats.evaluate with sklearn's kappa for each
+    resample, on a sample with pairs of people, null judge grades and resamples that miss
+    a stratum or a model: every statistic equal to 1e-12, NaN in the same places."""
+    rng = np.random.default_rng(31)
+    n = 24
+    judges = rng.integers(1, 5, (n, 2)).astype(float)
+    judges[rng.random((n, 2)) < 0.1] = np.nan
+    human = np.where(rng.random(n) < 0.6, np.nan_to_num(judges[:, 0], nan=1), 3.0)
+    strata = ["disagree"] * 8 + ["rest"] * 16
+    again = np.arange(0, n, 3)
+    u = HumanUnits(
+        item=np.concatenate([np.arange(n), again]),
+        human=np.concatenate([human, np.where(rng.random(again.size) < 0.7, human[again], 2)]),
+        rater=["ann"] * n + ["bob"] * again.size,
+        weight=inverse_probability_weights(
+            strata, {"disagree": 30, "rest": 300}, {"disagree": 8, "rest": 16}
+        ),
+        stratum=strata,
+        model=["A", "B", "C"] * 8,
+        judges=judges,
+        judge_ids=["j1", "j2"],
+        scale=[1, 2, 3, 4],
+    )
+    stats = _Stats(u)
+    counts = rng.multinomial(n, np.ones(n) / n, size=40).astype(float)
+    counts[:5, :8] = 0  # no response of the disagreement stratum
+    counts[5:10, 8:] = 0
+    counts[10:15, 0::3] = 0  # model A not drawn
+    counts[15] = 0
+    mine = stats.resampled(counts)
+    theirs = stats.evaluate(counts, kappas=stats._sklearn)
+    assert mine.shape == theirs.shape == (len(stats.names), 40)
+    assert np.array_equal(np.isnan(mine), np.isnan(theirs))
+    assert np.isnan(mine).any() and not np.isnan(mine).all()
+    assert np.nanmax(np.abs(mine - theirs)) <= 1e-12
+
+
 def test_the_draw_is_stratified_seeded_and_shuffled():
     disagree = np.array([True] * 10 + [False] * 90)
     one = draw_sample(disagree, 20, seed=3, disagree_share=0.5)
@@ -148,6 +238,44 @@ def test_the_bootstrap_interval_is_seeded_and_holds_the_estimate():
         k = j["kappa"]
         assert k["low"] <= k["value"] <= k["high"] and k["width"] > 0.1
     assert one["people"]["n_responses"] == 0 and one["people"]["kappa"]["value"] is None
+
+
+def test_a_stratum_of_one_graded_response_is_in_every_resample():
+    """The first grades often leave a stratum with one graded response; scipy refuses a
+    sample of one, so the engine keeps it in every resample once (all a resample of one
+    can be). Hand check: the disagreement response (weight 5/1) is the judge's only miss,
+    the three of the rest (weight 50/3 each) match, so every resample's exact agreement
+    is 50 / (50 + 5) = 10/11 and so is its interval."""
+    strata = ["disagree", "rest", "rest", "rest"]
+    u = HumanUnits(
+        item=np.arange(4),
+        human=np.array([2.0, 1.0, 2.0, 1.0]),
+        rater=["ann"] * 4,
+        weight=inverse_probability_weights(
+            strata, {"disagree": 5, "rest": 50}, {"disagree": 1, "rest": 3}
+        ),
+        stratum=strata,
+        model=["A"] * 4,
+        judges=np.array([[0.0], [1.0], [2.0], [1.0]]),
+        judge_ids=["j1"],
+        scale=[0, 1, 2],
+    )
+    exact = human_agreement(u, n_bootstrap=200, seed=1).to_dict()["judges"][0]["exact_agreement"]
+    assert exact["value"] == exact["low"] == exact["high"] == round(10 / 11, 4)
+    # Two responses, one per stratum: every resample is the sample; no interval.
+    two = HumanUnits(
+        item=np.arange(2),
+        human=u.human[:2],
+        rater=["ann"] * 2,
+        weight=np.array([5.0, 50.0]),
+        stratum=strata[:2],
+        model=["A"] * 2,
+        judges=u.judges[:2],
+        judge_ids=["j1"],
+        scale=[0, 1, 2],
+    )
+    exact = human_agreement(two, n_bootstrap=200, seed=1).to_dict()["judges"][0]["exact_agreement"]
+    assert exact["value"] == round(50 / 55, 4) and exact["low"] is exact["high"] is None
 
 
 # --------------------------------------------------------------------- the worked demo
@@ -200,6 +328,26 @@ def test_after_thirty_blind_grades_the_report_shows_each_judges_kappa_with_its_i
     doc = build_report(latest_published_edition(benchmark))
     human = doc["human_agreement"]
     assert human["n_grades"] == 38
+    # The figures with the default resamples and seed (SNAGLIST_BOOTSTRAP 1,000,
+    # SNAGLIST_BOOTSTRAP_SEED 20240301), recorded from the code that called
+    # cohen_kappa_score once per resample (main at d1d5a2c): the vectorised bootstrap
+    # must give the same numbers. People copy each other here, so their kappa is 1.
+    figures = human["figures"]
+    assert (figures["n_bootstrap"], figures["seed"]) == (1000, 20240301)
+    pinned = {
+        "ref-lenient": ((0.7527, 0.3738, 0.9717), (0.857, 0.686, 0.9807)),
+        "ref-strict": ((0.7203, 0.3455, 0.9171), (0.7507, 0.5797, 0.8744)),
+    }
+    for j in figures["judges"]:
+        kappa, exact = pinned[j["judge"]]
+        assert (j["kappa"]["value"], j["kappa"]["low"], j["kappa"]["high"]) == kappa
+        e = j["exact_agreement"]
+        assert (e["value"], e["low"], e["high"]) == exact
+    people = figures["people"]["kappa"]
+    assert (people["value"], people["low"], people["high"]) == (1.0, 1.0, 1.0)
+    assert "people's kappa with each other: undefined in 18 of 1000 resamples" in " ".join(
+        figures["notes"]
+    )
     assert len(human["figures"]["judges"]) == len(doc["judges"]) >= 2
     for j in human["figures"]["judges"]:
         assert j["kappa"]["value"] is not None

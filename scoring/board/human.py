@@ -255,8 +255,9 @@ def human_figures(
         return None
     n_bootstrap = int(settings.SNAGLIST_BOOTSTRAP if n_bootstrap is None else n_bootstrap)
     seed = int(settings.SNAGLIST_BOOTSTRAP_SEED if seed is None else seed)
-    # 1,000 resamples of three sklearn kappas each take seconds (bench/bench_human.py): the
-    # figures are cached by everything they are computed from.
+    # Computing them takes a few hundredths of a second since the resamples are evaluated
+    # at once (bench/bench_human.py), and a report view, `agreement` and the public page
+    # may ask several times: the figures are cached by everything they are computed from.
     key = (
         "scoring:human:"
         + hashlib.sha1(

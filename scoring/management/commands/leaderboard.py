@@ -12,12 +12,12 @@ from questions.cli import (
     domain_error,
     judge_ids_option,
     resolve_benchmark,
-    usage_error,
     write_json,
 )
 from questions.errors import DomainError
 from questions.selectors import get_edition
 from scoring.board.report import leaderboard_csv, leaderboard_table
+from scoring.management.panel_option import add_panel_argument, panel_judge_set
 from scoring.selectors import BANDINGS, board_for_edition
 
 
@@ -81,13 +81,7 @@ class Command(JsonCommand):
             help="gap: rule 9 gap bands; ci_overlap: intervals overlapping the band leader's",
         )
         add_judges_argument(parser)
-        parser.add_argument(
-            "--panel",
-            choices=("published", "candidate"),
-            default="published",
-            help="candidate: the candidate panel's figures (not published; issue 31) instead "
-            "of the judge panel's",
-        )
+        add_panel_argument(parser)
         parser.add_argument(
             "--no-cache", action="store_true", help="compute afresh instead of reading the cache"
         )
@@ -96,18 +90,7 @@ class Command(JsonCommand):
     def handle(self, *args, **options):
         benchmark = resolve_benchmark(options["benchmark"])
         judge_ids = judge_ids_option(options)
-        judge_set = None
-        if options["panel"] == "candidate":
-            from scoring.board.candidate import candidate_judge_set
-
-            if judge_ids:
-                raise usage_error("--panel candidate names its judges: give no --judges")
-            judge_set = candidate_judge_set(benchmark)
-            if judge_set is None:
-                raise bad_input(
-                    f"benchmark {benchmark.name!r} has no candidate panel "
-                    "(define one: manage.py panel --candidate ID@VERSION,...)"
-                )
+        judge_set = panel_judge_set(benchmark, options["panel"], judge_ids)
         try:
             edition = get_edition(benchmark, options["edition"])
             result = board_for_edition(
