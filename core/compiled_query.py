@@ -6,7 +6,7 @@ never changes, only its values, can be compiled once: :class:`CompiledQuery` bui
 queryset with stand-in values, compiles it, remembers where each stand-in sits among the
 SQL parameters, and from then on sends the same SQL with the caller's values.
 
-Only for ``values_list`` querysets; each column goes through the converters the
+Only for ``values`` and ``values_list`` querysets; each column goes through the converters the
 compiler names for it, as the ORM's own rows do. A query whose stand-ins are not each
 found as whole parameters (an ``__in`` list, a LIKE pattern), or whose rows the ORM would
 reorder, is not compiled: it runs through the ORM on every call, as before. Either way
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
@@ -26,11 +27,11 @@ from django.db.models import QuerySet
 class CompiledQuery:
     """``CompiledQuery(build, stand_ins)(*values)`` == ``list(build(*values))``, compiled once.
 
-    `build(*args)` returns a ``values_list`` queryset (flat or not) whose parameters are
+    `build(*args)` returns a ``values`` or ``values_list`` queryset whose parameters are
     the args used as plain values (equality, comparison); `stand_ins` are values of the
     same types that the query would never hold otherwise (each must appear among the
     compiled parameters, and no other parameter may equal one). Calling with the real
-    values returns the list of rows (tuples, or values for a flat query). Compiled per
+    values returns the list of rows (dicts, tuples, or values for a flat query). Compiled per
     database alias and vendor on first use; a query that does not qualify (the module's
     docstring) runs as ``list(build(*values))`` instead (`compiled(using)` says which).
     """
@@ -39,20 +40,21 @@ class CompiledQuery:
         self.build = build
         self.stand_ins = tuple(stand_ins)
         self._compiled: dict[
-            tuple[str, str], tuple[str, tuple, list[list[int]], list, bool] | None
+            tuple[str, str], tuple[str, tuple, list[list[int]], list, Any] | None
         ] = {}
         self._lock = threading.Lock()
 
-    def _compile(self, alias: str) -> tuple[str, tuple, list[list[int]], list, bool] | None:
-        """Return (sql, parameters, positions of each stand-in, converters, flat), or None
-        when the query does not qualify."""
+    def _compile(self, alias: str) -> tuple[str, tuple, list[list[int]], list, Any] | None:
+        """Return (sql, parameters, positions of each stand-in, converters, the rows' shape:
+        "flat", "tuples" or the names of a values() query's dicts), or None when the query
+        does not qualify."""
         qs = self.build(*self.stand_ins)
         kind = qs._iterable_class.__name__
-        if kind not in ("ValuesListIterable", "FlatValuesListIterable"):
+        if kind not in ("ValuesIterable", "ValuesListIterable", "FlatValuesListIterable"):
             return None
         query = qs.query
         names = [*query.extra_select, *query.values_select, *query.annotation_select]
-        if qs._fields:
+        if kind != "ValuesIterable" and qs._fields:
             fields = [*qs._fields, *(f for f in query.annotation_select if f not in qs._fields)]
             if fields != names:
                 return None  # the ORM reorders such rows
@@ -75,7 +77,8 @@ class CompiledQuery:
             if not at:
                 return None
             positions.append(at)
-        return sql, tuple(params), positions, converters, kind == "FlatValuesListIterable"
+        shape = {"ValuesIterable": names, "FlatValuesListIterable": "flat"}.get(kind, "tuples")
+        return sql, tuple(params), positions, converters, shape
 
     def compiled(self, using: str = "default") -> bool:
         """True when the query runs as compiled SQL on database `using` (compiling it)."""
@@ -96,7 +99,7 @@ class CompiledQuery:
         compiled = self._get(using)
         if compiled is None:
             return list(self.build(*values).using(using))
-        sql, params, positions, converters, flat = compiled
+        sql, params, positions, converters, shape = compiled
         bound = list(params)
         for value, at in zip(values, positions, strict=True):
             for i in at:
@@ -112,4 +115,8 @@ class CompiledQuery:
                 for pos, (functions, expression) in converters:
                     for convert in functions:
                         row[pos] = convert(row[pos], expression, connection)
-        return [row[0] for row in rows] if flat else [tuple(row) for row in rows]
+        if shape == "flat":
+            return [row[0] for row in rows]
+        if shape == "tuples":
+            return [tuple(row) for row in rows]
+        return [dict(zip(shape, row, strict=True)) for row in rows]  # values(): by name

@@ -118,7 +118,8 @@ def queue(request: HttpRequest) -> HttpResponse:
     paginator.count = queue_rows.page_count_from_status_counts(filters, counts)
     page = paginator.get_page(request.GET.get("page"))
     can_claim = permissions.can_claim(request.user)
-    rows = queue_rows.queue_rows(list(page.object_list), now=selectors.now(), can_claim=can_claim)
+    values = queue_rows.page_values(filters, page)
+    rows = queue_rows.queue_rows(values, now=selectors.now(), can_claim=can_claim)
     # one CSRF field for every row's Claim form, not a {% csrf_token %} per row
     csrf_field = csrf_input(request)
     context = {

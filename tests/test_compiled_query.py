@@ -128,3 +128,27 @@ def test_group_names_follow_a_change_of_groups():
     user.groups.add(Group.objects.get(name="editor"))
     user = User.objects.get(pk=user.pk)  # a new request's user
     assert roles.user_roles(user) == {roles.Role.REVIEWER, roles.Role.EDITOR}
+
+
+def test_a_queue_page_is_the_paginators_rows(reviewer):
+    from django.core.paginator import Paginator
+
+    from review import queue_rows
+
+    world = build_world(n_questions=6, n_models=1)
+    for n in range(6):
+        ReviewItemFactory(question=world.q(n), benchmark=world.benchmark, priority=n % 3)
+    plain = QueueFilters()
+    qs = queue_rows.queue_row_values(selectors.queue_items(plain))
+    for number in (1, 2, 3):
+        page = Paginator(qs, 4).get_page(number)  # 4 + 2 rows; page 3 is page 2 again
+        rows = queue_rows.page_values(plain, page)
+        assert rows == list(page.object_list)
+        assert len(rows) == (4 if number == 1 else 2)
+    assert queue_rows._PAGES[(4, 4)].compiled()
+    # priority 2, 1, 0, each tie by id: the first page's question ids by hand
+    first = queue_rows.page_values(plain, Paginator(qs, 4).get_page(1))
+    assert [r["qid"] for r in first] == ["Q0002", "Q0005", "Q0001", "Q0004"]
+    filtered = QueueFilters(status="open")
+    page = Paginator(queue_rows.queue_row_values(selectors.queue_items(filtered)), 4).get_page(1)
+    assert queue_rows.page_values(filtered, page) == list(page.object_list)
