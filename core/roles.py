@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from core.compiled_query import CompiledQuery
+
 
 class Role(StrEnum):
     REVIEWER = "reviewer"
@@ -22,6 +24,16 @@ _IMPLIED: dict[Role, set[Role]] = {
     Role.EDITOR: {Role.REVIEWER, Role.EDITOR},
     Role.ADMIN: {Role.REVIEWER, Role.EDITOR, Role.ADMIN},
 }
+
+
+def _group_names(user_id: int):
+    from django.contrib.auth.models import Group
+
+    return Group.objects.filter(user__id=user_id).values_list("name", flat=True)
+
+
+# every signed-in request asks it (navigation, permissions): compiled once
+_GROUP_NAMES = CompiledQuery(_group_names, (-987654321,))
 
 
 def user_roles(user) -> set[Role]:
@@ -39,7 +51,7 @@ def user_roles(user) -> set[Role]:
     if user.is_superuser:
         roles = set(Role)
     else:
-        for name in user.groups.values_list("name", flat=True):
+        for name in _GROUP_NAMES(user.pk):
             if name in Role._value2member_map_:
                 roles |= _IMPLIED[Role(name)]
     user._snaglist_roles = roles

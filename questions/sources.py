@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import functools
 import re
 import unicodedata
 from collections import Counter
@@ -62,8 +63,12 @@ _CHAR_FOLDS = {
 }
 
 
+@functools.lru_cache(maxsize=8192)
 def _fold_cluster(cluster: str) -> str:
-    """Fold one base character plus its combining marks (no whitespace collapsing)."""
+    """Fold one base character plus its combining marks (no whitespace collapsing).
+
+    Cached: a text is folded one cluster at a time and has few distinct clusters (the
+    review page folds every passage of a document to find a quote elsewhere)."""
     s = "".join(_CHAR_FOLDS.get(ch, ch) for ch in cluster)
     return unicodedata.normalize("NFKC", s).casefold()
 

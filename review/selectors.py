@@ -12,11 +12,21 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Value
+from django.db.models import (
+    Count,
+    Exists,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Value,
+    prefetch_related_objects,
+)
 from django.utils import timezone
 
+from core.compiled_query import CompiledQuery
 from core.models import AuditLogEntry
-from questions.models import Benchmark, KeyEdition, KeyEntry, Question, Section
+from questions.models import Benchmark, KeyEdition, KeyEntry, Question, Response, Section
 from questions.selectors import (
     excluded_entry_ids,
     key_entries_for_edition,
@@ -114,15 +124,20 @@ def status_counts(filters: QueueFilters, *, user=None) -> dict[str, int]:
     """Return {status: count} over the items matching every filter but status (one query);
     `user` as queue_items takes it (assignee "me")."""
     without_status = QueueFilters(**{**filters.__dict__, "status": "all"})
-    rows = (
-        queue_items(without_status, user=user)
-        .order_by()
-        .values_list("status")
-        .annotate(n=Count("id"))
-    )
+    if without_status == QueueFilters(status="all"):  # the queue as it opens: compiled once
+        rows = _ALL_STATUS_COUNTS()
+    else:
+        rows = _status_count_rows(without_status, user)
     counts = {s: 0 for s in ReviewItem.Status.values}
     counts.update(dict(rows))
     return counts
+
+
+def _status_count_rows(filters: QueueFilters, user=None) -> QuerySet:
+    return queue_items(filters, user=user).order_by().values_list("status").annotate(n=Count("id"))
+
+
+_ALL_STATUS_COUNTS = CompiledQuery(lambda: _status_count_rows(QueueFilters(status="all")), ())
 
 
 def reviewer_usernames() -> list[str]:
@@ -146,18 +161,26 @@ def filter_choices() -> dict[str, Any]:
     categories and documents are kept, review.page_cache.filter_choices)."""
     from review import page_cache
 
-    benchmarks = list(Benchmark.objects.values_list("pk", "name"))
-    User = get_user_model()
+    benchmarks = _BENCHMARKS()
     return {
         "benchmarks": [name for _pk, name in benchmarks],
         **page_cache.filter_choices([pk for pk, _name in benchmarks], _content_choices),
-        "assignees": list(
-            User.objects.filter(review_claims__isnull=False)
-            .values_list("username", flat=True)
-            .order_by("username")
-            .distinct()
-        ),
+        "assignees": _CLAIMANTS(),
     }
+
+
+# the queue page asks them on every request: compiled once (core.compiled_query)
+_BENCHMARKS = CompiledQuery(lambda: Benchmark.objects.values_list("pk", "name"), ())
+_CLAIMANTS = CompiledQuery(
+    lambda: (
+        get_user_model()
+        .objects.filter(review_claims__isnull=False)
+        .values_list("username", flat=True)
+        .order_by("username")
+        .distinct()
+    ),
+    (),
+)
 
 
 def _content_choices() -> dict[str, list]:
@@ -176,11 +199,12 @@ def _content_choices() -> dict[str, list]:
     }
 
 
-def neighbour_item_ids(item: ReviewItem, filters: QueueFilters | None = None) -> tuple:
-    """Return (previous id, next id) of `item` in the queue order (one query; two on SQLite)."""
-    qs = queue_items(filters or QueueFilters(benchmark=item.benchmark.name)).exclude(pk=item.pk)
-    is_after = Q(priority__lt=item.priority) | Q(priority=item.priority, id__gt=item.id)
-    is_before = Q(priority__gt=item.priority) | Q(priority=item.priority, id__lt=item.id)
+def _neighbour_parts(benchmark_name: str, pk: int, priority: int, filters=None) -> tuple:
+    """The two querysets of neighbour_item_ids: [(id, "next")] and [(id, "prev")], at most
+    one row each."""
+    qs = queue_items(filters or QueueFilters(benchmark=benchmark_name)).exclude(pk=pk)
+    is_after = Q(priority__lt=priority) | Q(priority=priority, id__gt=pk)
+    is_before = Q(priority__gt=priority) | Q(priority=priority, id__lt=pk)
     after = qs.filter(is_after).annotate(side=Value("next")).values_list("id", "side")[:1]
     before = (
         qs.filter(is_before)
@@ -188,10 +212,29 @@ def neighbour_item_ids(item: ReviewItem, filters: QueueFilters | None = None) ->
         .annotate(side=Value("prev"))
         .values_list("id", "side")[:1]
     )
-    if connection.features.supports_slicing_ordering_in_compound:
-        rows = list(after.union(before, all=True))  # one query, not two
-    else:  # SQLite
+    return after, before
+
+
+def _neighbour_union(benchmark_name: str, pk: int, priority: int, filters=None) -> QuerySet:
+    after, before = _neighbour_parts(benchmark_name, pk, priority, filters)
+    return after.union(before, all=True)  # one query, not two
+
+
+# The item page's neighbours in its benchmark's queue, compiled once (core.compiled_query):
+# building and compiling this union cost more CPU than PostgreSQL's answer.
+_NEIGHBOURS = CompiledQuery(_neighbour_union, ("\x00benchmark-stand-in", -987654321, -987654322))
+
+
+def neighbour_item_ids(item: ReviewItem, filters: QueueFilters | None = None) -> tuple:
+    """Return (previous id, next id) of `item` in the queue order (one query; two on SQLite)."""
+    args = (item.benchmark.name, item.pk, item.priority)
+    if not connection.features.supports_slicing_ordering_in_compound:  # SQLite
+        after, before = _neighbour_parts(*args, filters)
         rows = [*after, *before]
+    elif filters is None:
+        rows = _NEIGHBOURS(*args)
+    else:
+        rows = list(_neighbour_union(*args, filters))
     found = {side: pk for pk, side in rows}
     return found.get("prev"), found.get("next")
 
@@ -347,35 +390,46 @@ class ModelRowValues:
         return hashlib.sha1(repr((self.responses, self.grades, more)).encode()).hexdigest()
 
 
+def _response_values(question_id: int) -> QuerySet:
+    return (
+        Response.objects.filter(question_id=question_id)
+        .order_by("model__model_id")
+        .values_list("pk", "model__model_id", "model__name", "text")
+    )
+
+
+def _grade_values(question_id: int, entry_id: int) -> QuerySet:
+    # Ordered by judge (flags keep the judge order), then response: Grade's default
+    # ordering would join question, benchmark and model tables for nothing.
+    return (
+        Grade.objects.filter(
+            response__question_id=question_id, key_entry_id=entry_id, judge__role=Judge.Role.JUDGE
+        )
+        .order_by("judge__judge_id", "response_id")
+        .values_list(
+            "response_id",
+            "judge__judge_id",
+            "grade",
+            "flag",
+            "flag_reason",
+            "rationale",
+            "prompt_version",
+        )
+    )
+
+
+# compiled once (core.compiled_query): the item page asks them on every request
+_RESPONSES = CompiledQuery(_response_values, (-987654321,))
+_GRADES = CompiledQuery(_grade_values, (-987654321, -987654322))
+
+
 def model_row_values(question: Question, entry: KeyEntry | None) -> ModelRowValues:
     """Return the question's responses and their judges' grades on `entry` (two queries;
     one when the question has no response or `entry` is None)."""
-    responses = tuple(
-        question.responses.order_by("model__model_id").values_list(
-            "pk", "model__model_id", "model__name", "text"
-        )
-    )
+    responses = tuple(_RESPONSES(question.pk))
     grades: tuple = ()
     if entry is not None and responses:
-        # Ordered by judge only (flags keep the judge order): Grade's default ordering would
-        # join question, benchmark and model tables for nothing.
-        grades = tuple(
-            Grade.objects.filter(
-                response_id__in=[r[0] for r in responses],
-                key_entry=entry,
-                judge__role=Judge.Role.JUDGE,
-            )
-            .order_by("judge__judge_id")
-            .values_list(
-                "response_id",
-                "judge__judge_id",
-                "grade",
-                "flag",
-                "flag_reason",
-                "rationale",
-                "prompt_version",
-            )
-        )
+        grades = tuple(_GRADES(question.pk, entry.pk))
     return ModelRowValues(responses, grades)
 
 
@@ -448,21 +502,35 @@ def audit_verdicts(entry: KeyEntry | None) -> list[AuditVerdict]:
 
 
 def item_detail(item_id: int) -> ReviewItem:
-    """Return a review item with what its page shows prefetched."""
-    return (
+    """Return a review item with what its page shows prefetched: its evidence, proposals
+    and citation checks (`item.evidence.all()` etc. run no query).
+
+    Two to four queries: the item (with whether it has any proposal or check), its
+    evidence, and its proposals and checks only when it has some (most items in the queue
+    have neither; an empty relation is set as prefetched without a query). Raises
+    ReviewItem.DoesNotExist.
+    """
+    item = (
         ReviewItem.objects.select_related(
             "benchmark", "question", "question__category", "claimed_by"
         )
-        .prefetch_related(
-            Prefetch("evidence", queryset=Evidence.objects.order_by("created_at", "id")),
-            Prefetch(
-                "proposals",
-                queryset=Proposal.objects.select_related("author", "decided_by", "base_entry"),
-            ),
-            Prefetch("checks", queryset=CitationCheck.objects.select_related("reviewer")),
+        .annotate(
+            _has_proposals=Exists(Proposal.objects.filter(item=OuterRef("pk"))),
+            _has_checks=Exists(CitationCheck.objects.filter(item=OuterRef("pk"))),
         )
         .get(pk=item_id)
     )
+    proposals = Proposal.objects.select_related("author", "decided_by", "base_entry")
+    checks = CitationCheck.objects.select_related("reviewer")
+    prefetch_related_objects(
+        [item],
+        Prefetch("evidence", queryset=Evidence.objects.order_by("created_at", "id")),
+        Prefetch(
+            "proposals", queryset=proposals if item._has_proposals else Proposal.objects.none()
+        ),
+        Prefetch("checks", queryset=checks if item._has_checks else CitationCheck.objects.none()),
+    )
+    return item
 
 
 # One action logs two entries: the check or proposal itself and the item it changed. The

@@ -87,6 +87,25 @@ def _queue_table(rows: list[dict], csrf_field: str) -> str:
     return mark_safe(html.replace(_CSRF_MARK, csrf_field))  # noqa: S308 (our own template)
 
 
+def _queue_filters(filters: QueueFilters, choices: dict) -> str:
+    """The queue's filter form for `filters` and `choices` (selectors.filter_choices),
+    rendered once per set of both (review.page_cache.rendered): the same for every user."""
+    context = {
+        "filters": filters,
+        "choices": choices,
+        "statuses": ReviewItem.Status.choices,
+        "sources": Source.choices,
+    }
+    if filters.q:  # free text: one fragment per search would only fill the cache
+        return mark_safe(render_to_string("review/_queue_filters.html", context))  # noqa: S308
+    labels = [(v, str(label)) for v, label in (*context["statuses"], *context["sources"])]
+    values = (sorted(filters.__dict__.items()), choices, labels)
+    html = page_cache.rendered(
+        "queue-filters", values, lambda: render_to_string("review/_queue_filters.html", context)
+    )
+    return mark_safe(html)  # noqa: S308 (our own template, its values escaped)
+
+
 @require_GET
 @requires(permissions.can_view_queue)
 def queue(request: HttpRequest) -> HttpResponse:
@@ -99,7 +118,8 @@ def queue(request: HttpRequest) -> HttpResponse:
     paginator.count = queue_rows.page_count_from_status_counts(filters, counts)
     page = paginator.get_page(request.GET.get("page"))
     can_claim = permissions.can_claim(request.user)
-    rows = queue_rows.queue_rows(list(page.object_list), now=selectors.now(), can_claim=can_claim)
+    values = queue_rows.page_values(filters, page)
+    rows = queue_rows.queue_rows(values, now=selectors.now(), can_claim=can_claim)
     # one CSRF field for every row's Claim form, not a {% csrf_token %} per row
     csrf_field = csrf_input(request)
     context = {
@@ -116,7 +136,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     }
     if wants_fragment(request):
         return vary_on_htmx(render(request, "review/_queue_results.html", context))
-    context["choices"] = selectors.filter_choices()
+    context["filters_form"] = _queue_filters(filters, selectors.filter_choices())
     return vary_on_htmx(render(request, "review/queue.html", context))
 
 
@@ -174,6 +194,25 @@ def _models_table(item: ReviewItem, key: page_cache.KeyPart) -> dict:
     }
 
 
+def _lazy(build):
+    """Return `build` memoised: a template calls a callable context value when it first
+    resolves it (every later lookup gets the same object), a page that never shows it
+    never builds it."""
+    return functools.cache(build)
+
+
+def _contradictions() -> dict:
+    """{reason: {field, answer, text}}: the decision panel's warnings (review.js)."""
+    return {
+        reason: {
+            "field": field,
+            "answer": answer,
+            "text": services.check_contradictions(reason, {field: answer})[0],
+        }
+        for reason, (field, answer, _words) in services.CONTRADICTIONS.items()
+    }
+
+
 def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
     # the key entry, its passages and the panel: kept between requests (review.page_cache)
     key = page_cache.key_part(item.question, item.benchmark)
@@ -194,15 +233,18 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         and item.status in (ReviewItem.Status.OPEN, ReviewItem.Status.CLAIMED)
         else None
     )
-    check_initial = {"version": item.version}
-    outcome_initial = {"version": item.version}
-    if entry is not None:
-        outcome_initial.update(
-            answer=entry.answer,
-            citation_doc_id=entry.citation_doc_id,
-            citation_locator=entry.citation_locator,
-            citation_quote=entry.citation_quote,
-        )
+
+    def outcome_initial() -> dict:
+        initial = {"version": item.version}
+        if entry is not None:
+            initial.update(
+                answer=entry.answer,
+                citation_doc_id=entry.citation_doc_id,
+                citation_locator=entry.citation_locator,
+                citation_quote=entry.citation_quote,
+            )
+        return initial
+
     return {
         "item": item,
         "question": item.question,
@@ -222,24 +264,24 @@ def _item_context(request: HttpRequest, item: ReviewItem, **forms) -> dict:
         and item.status in (ReviewItem.Status.OPEN, ReviewItem.Status.CLAIMED),
         "pending": pending,
         "rejected": rejected,
-        "check_form": forms.get("check_form") or CitationCheckForm(initial=check_initial),
-        "outcome_form": forms.get("outcome_form") or OutcomeForm(initial=outcome_initial),
+        # The forms and the decision panel's data are built when the template first asks
+        # for them (_lazy): a reviewer who does not hold the item sees no form but the
+        # claim box's, and building three unused forms cost about a tenth of the page.
+        "check_form": forms.get("check_form")
+        or _lazy(lambda: CitationCheckForm(initial={"version": item.version})),
+        "outcome_form": forms.get("outcome_form")
+        or _lazy(lambda: OutcomeForm(initial=outcome_initial())),
         "decide_form": forms.get("decide_form")
-        or DecidePanelForm(initial={**outcome_initial, "advance": True}),
-        "reassign_form": ReassignForm(initial={"version": item.version}),
+        or _lazy(lambda: DecidePanelForm(initial={**outcome_initial(), "advance": True})),
+        "reassign_form": _lazy(lambda: ReassignForm(initial={"version": item.version})),
         # what a confirmation would go against before any check (the panel asks why)
-        "standing": services.standing_evidence(item, None),
+        "standing": _lazy(lambda: services.standing_evidence(item, None)),
         "overrides": [p for p in item.proposals.all() if p.override_reason],
         # the panel warns before saving a reason its own check contradicts (review.js)
-        "contradictions": {
-            reason: {
-                "field": field,
-                "answer": answer,
-                "text": services.check_contradictions(reason, {field: answer})[0],
-            }
-            for reason, (field, answer, _words) in services.CONTRADICTIONS.items()
-        },
-        "assignees": selectors.reviewer_usernames() if permissions.can_reassign(user) else [],
+        "contradictions": _lazy(_contradictions),
+        "assignees": _lazy(
+            lambda: selectors.reviewer_usernames() if permissions.can_reassign(user) else []
+        ),
         "history": selectors.item_history(item),
         "checks": list(item.checks.all()),
         "now": selectors.now(),
