@@ -52,7 +52,7 @@ BUSY_RECHECK_SECONDS = 2.0
 
 
 @shared_task(
-    name="scoring.run_start",
+    name=services.RUN_START_TASK,
     bind=True,
     acks_late=True,
     autoretry_for=TRANSIENT_DB_ERRORS,
@@ -281,7 +281,7 @@ def _countdown(run_id: int, outcome: services.ChunkOutcome, retries: int) -> flo
 
 
 @shared_task(
-    name="scoring.rescore_requested",
+    name=services.RESCORE_REQUESTED_TASK,
     acks_late=True,
     autoretry_for=TRANSIENT_DB_ERRORS,
     retry_backoff=5,

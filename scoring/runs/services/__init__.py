@@ -42,6 +42,8 @@ from scoring.runs.services.pairs import (
     rescore_needed_pairs,
 )
 from scoring.runs.services.runs import (
+    RESCORE_REQUESTED_TASK,
+    RUN_START_TASK,
     heal_runs,
     pending_pairs,
     rescore_after_publish,
@@ -68,6 +70,8 @@ from scoring.runs.services.work import (
 )
 
 __all__ = [
+    "RESCORE_REQUESTED_TASK",
+    "RUN_START_TASK",
     "ACTIVE_STATUSES",
     "LOST_DETAIL",
     "ChunkOutcome",

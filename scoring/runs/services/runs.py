@@ -46,6 +46,10 @@ logger = logging.getLogger(__name__)
 # The board's task that warms a finished re-scoring run's leaderboard (scoring.board.tasks),
 # sent by name: the board sits above the runs and reads their costs.
 BOARD_REFRESH_TASK = "scoring.refresh_leaderboard"
+# The runs' own tasks (scoring.runs.tasks registers them under these names), sent by name
+# too: the tasks call these services, so the services never import the tasks (issue 29).
+RUN_START_TASK = "scoring.run_start"
+RESCORE_REQUESTED_TASK = "scoring.rescore_requested"
 
 
 def scoring_run_create(
@@ -131,11 +135,10 @@ def scoring_run_create(
 
 
 def scoring_run_enqueue(*, run: ScoringRun) -> None:
-    """Send `scoring.run_start` for the run once the current transaction commits."""
-    from scoring.runs.tasks import run_start
-
+    """Send `scoring.run_start` (RUN_START_TASK) for the run once the current transaction
+    commits; raises LookupError then if no such task is registered."""
     run_id = run.pk
-    transaction.on_commit(lambda: run_start.delay(run_id))
+    transaction.on_commit(lambda: send_task(RUN_START_TASK, run_id))
 
 
 def scoring_run_begin(*, run: ScoringRun) -> bool:
@@ -294,19 +297,39 @@ def _after_finish(run: ScoringRun) -> None:
     transaction.on_commit(send)
 
 
-def send_follow_up(task_name: str, run_id: int) -> bool:
-    """Send the task named `task_name` with `run_id`; return False when no such task exists.
+def _registered_task(task_name: str):
+    """Return the Celery task registered as `task_name`, or None.
 
     Looked up in the Celery app's registry after the apps' `tasks` modules are imported
     (`import_default_modules`): Celery imports them by itself only in a worker, and a name
     it does not know is handed to the broker as is - in the web process or a command with
     eager tasks (the zero set-up default) that message was lost, so an audit run started
-    there was never followed by triage. An unknown name is logged as an error.
+    there was never followed by triage. The import happens only when the name is not yet
+    registered: with Django it sets Django up again (Celery's fixup), which reconfigures
+    logging.
     """
     from celery import current_app
 
-    current_app.loader.import_default_modules()
     task = current_app.tasks.get(task_name)
+    if task is None:
+        current_app.loader.import_default_modules()
+        task = current_app.tasks.get(task_name)
+    return task
+
+
+def send_task(task_name: str, arg: int) -> None:
+    """Send the registered task `task_name` with the one argument `arg` (a run or edition
+    id); raises LookupError when no such task is registered (`_registered_task`)."""
+    task = _registered_task(task_name)
+    if task is None:
+        raise LookupError(f"Celery task {task_name!r} is not registered")
+    task.delay(arg)
+
+
+def send_follow_up(task_name: str, run_id: int) -> bool:
+    """Send the task named `task_name` with `run_id`; return False when no such task exists
+    (logged as an error: a follow-up is configuration, `_registered_task`)."""
+    task = _registered_task(task_name)
     if task is None:
         logger.error("run %s: follow-up task %r is not registered; not sent", run_id, task_name)
         return False
@@ -358,10 +381,9 @@ def rescore_request(*, edition: KeyEdition, user: Any = None) -> RescoreRequest:
 
 
 def send_rescore_request(edition_id: int) -> None:
-    """Send `scoring.rescore_requested(edition_id)` to the broker (raises if it is down)."""
-    from scoring.runs.tasks import rescore_requested
-
-    rescore_requested.delay(edition_id)
+    """Send `scoring.rescore_requested(edition_id)` (RESCORE_REQUESTED_TASK) to the broker
+    (raises if it is down, LookupError if no such task is registered)."""
+    send_task(RESCORE_REQUESTED_TASK, edition_id)
 
 
 def rescore_request_start(*, edition_id: int) -> ScoringRun | None:
