@@ -16,7 +16,7 @@ instructions, reordered) puts everything shared first and the response last.
 from __future__ import annotations
 
 import hashlib
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from string import Template
 
@@ -139,7 +139,28 @@ def render_judge_prompt(inp: GradingInput, version: str = JUDGE_PROMPT_VERSION) 
         "scale_meaning": describe_scale(ordered),
     }
     before, after = _judge_halves(version)
-    return JudgePrompt(before.substitute(values), after.substitute(values))
+    prefix = _judge_prefix(
+        version, values["question"], values["key_answer"], values["citation"], tuple(ordered)
+    )
+    return JudgePrompt(prefix, after.substitute(values))
+
+
+@lru_cache(maxsize=512)
+def _judge_prefix(
+    version: str, question: str, key_answer: str, citation: str, scale: tuple[int, ...]
+) -> str:
+    """Return the judge prompt's text before the response (the same for every response to
+    one question: a grade run renders it once per question and judge version, not per call).
+    The values are render_judge_prompt's; the response is not one of them."""
+    before, _ = _judge_halves(version)
+    return before.substitute(
+        question=question,
+        key_answer=key_answer,
+        citation=citation,
+        response="",  # never in the first half (cut at RESPONSE_PLACEHOLDER)
+        scale_list=", ".join(str(g) for g in scale),
+        scale_meaning=describe_scale(list(scale)),
+    )
 
 
 def render_auditor_prompt(inp: AuditInput, version: str = AUDITOR_PROMPT_VERSION) -> str:
