@@ -18,9 +18,11 @@ PORT ?= 8000
 APPS := config core questions review scoring public interchange engine judges manage.py
 INSTALL_SYSTEM_PACKAGES ?= 1
 START_SERVICES ?= 1
-# pytest-xdist workers for the PostgreSQL pass (`auto`: one per core; 0 runs it in one
-# process). Each worker has its own test database and Redis database (tests/xdist_isolation.py).
-TEST_WORKERS ?= auto
+# pytest-xdist workers for the PostgreSQL pass (0 runs it in one process). Four on two cores:
+# the suite waits on subprocesses (Celery workers, Chromium, leases running out), so two
+# workers kept only 1.0-1.3 cores busy (9:55 against 8:05 for four, bench/README.md). Each
+# worker has its own test database and Redis database (tests/xdist_isolation.py).
+TEST_WORKERS ?= 4
 # Fixed passwords for the demo users (`make demo DEMO_PASSWORD=...`); only `demo` sees it.
 unexport DEMO_PASSWORD
 
