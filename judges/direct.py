@@ -15,7 +15,7 @@ backend relies on it:
 - a 2xx reply is decoded as the SDK does for `cast_to=object`: JSON when its content type
   says JSON (a body that does not decode raises, as there), its text otherwise;
 - the limiter slot (`slot()`) is held from just before the request is sent until its body
-  has been read, as judges.llm's _SlotTransport holds it for the SDK's requests.
+  has been read, as judges.clients' _SlotTransport holds it for the SDK's requests.
 No redirect is followed (`allow_redirects=False`; the 3xx reply raises the SDK's
 APIStatusError, which the backend reports as a non-retried redirect: judges.egress), and a
 connection made without a proxy resolves through judges.egress.CheckedResolver, so it goes
