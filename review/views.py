@@ -47,6 +47,7 @@ from review.forms import (
     add_service_errors,
 )
 from review.impact import attach_proposal_impacts, open_drafts
+from review.model_rows import model_row_values, model_rows
 from review.models import Proposal, ReaderReport, ReviewItem, Source
 from review.view_helpers import query_without_page
 
@@ -165,7 +166,7 @@ def _models_table(item: ReviewItem, key: page_cache.KeyPart) -> dict:
     is missing: `models_key` digests every value the fragments show (responses, grades, the
     panel, the scale, the editions' names), so a changed grade or response is a new key; the
     other names are callables the template calls on a miss only (two queries on a hit)."""
-    values = selectors.model_row_values(item.question, key.entry)
+    values = model_row_values(item.question, key.entry)
     judges_and_panel = key.judges_and_panel
     bench = item.benchmark
     models_key = values.digest(
@@ -176,7 +177,7 @@ def _models_table(item: ReviewItem, key: page_cache.KeyPart) -> dict:
         key.entry.edition.name if key.entry else "",
     )
     built = functools.cache(
-        lambda: selectors.model_rows(
+        lambda: model_rows(
             item.question, key.entry, bench, judges_and_panel=judges_and_panel, values=values
         )
     )

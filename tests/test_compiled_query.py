@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from core import roles
 from core.compiled_query import CompiledQuery
 from questions.models import Question
-from review import selectors
+from review import model_rows, selectors
 from review.filters import QueueFilters
 from review.models import ReviewItem
 from tests.factories import ReviewItemFactory
@@ -95,7 +95,7 @@ def test_the_page_queries_are_compiled_and_agree_with_the_orm(reviewer):
         for n, p in ((0, 5), (1, 9), (2, 5), (3, 1))
     ]
     postgres = connection.vendor == "postgresql"
-    for compiled in (selectors._RESPONSES, selectors._GRADES, selectors._BENCHMARKS):
+    for compiled in (model_rows._RESPONSES, model_rows._GRADES, selectors._BENCHMARKS):
         assert compiled.compiled()
     if postgres:  # SQLite runs the two halves of the union as two ORM queries
         assert selectors._NEIGHBOURS.compiled()
@@ -104,14 +104,14 @@ def test_the_page_queries_are_compiled_and_agree_with_the_orm(reviewer):
         if postgres:
             assert sorted(selectors._NEIGHBOURS(*args)) == sorted(selectors._neighbour_union(*args))
         entry = world.entry(items.index(item))
-        assert selectors._RESPONSES(item.question_id) == list(
+        assert model_rows._RESPONSES(item.question_id) == list(
             item.question.responses.order_by("model__model_id").values_list(
                 "pk", "model__model_id", "model__name", "text"
             )
         )
-        grades = selectors._GRADES(item.question_id, entry.pk)
+        grades = model_rows._GRADES(item.question_id, entry.pk)
         assert len(grades) == 3 * 2  # three responses, two judges
-        assert grades == list(selectors._grade_values(item.question_id, entry.pk))
+        assert grades == list(model_rows._grade_values(item.question_id, entry.pk))
     # the queue's order: priority 9, then the two 5s by id, then 1
     assert selectors.neighbour_item_ids(items[0]) == (items[1].pk, items[2].pk)
     assert selectors.neighbour_item_ids(items[3]) == (items[2].pk, None)

@@ -11,7 +11,7 @@ import pytest
 
 from engine import agreed_grade_rows, agreed_grades
 from questions.models import KeyEntry
-from review.selectors import model_rows
+from review.model_rows import model_rows
 from scoring.models import Grade, Judge
 from scoring.runs.services.panel import judge_panel_set
 from scoring.selectors import load_edition_grades
