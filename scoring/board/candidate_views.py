@@ -83,7 +83,7 @@ def candidate_index(request: HttpRequest) -> HttpResponse:
     ]
     return render(
         request,
-        "scoring/benchmark_index.html",
+        "scoring/board/benchmark_index.html",
         {"benchmarks": items, "page_title": "Candidate panel"},
     )
 
@@ -132,7 +132,7 @@ def candidate_page(request: HttpRequest, benchmark: str) -> HttpResponse:
         "can_manage": can_manage_runs(request.user),
         "api_url": reverse("scoring:api-candidate", args=[bench.name]) + f"?edition={edition.name}",
     }
-    return render(request, "scoring/candidate.html", ctx)
+    return render(request, "scoring/board/candidate.html", ctx)
 
 
 @require_POST

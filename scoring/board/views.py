@@ -120,7 +120,7 @@ def _benchmark_index(request: HttpRequest, url_name: str, title: str) -> HttpRes
         return redirect(url_name, benchmark=benchmarks[0].name)
     items = [{"name": b.name, "url": reverse(url_name, args=[b.name])} for b in benchmarks]
     return render(
-        request, "scoring/benchmark_index.html", {"benchmarks": items, "page_title": title}
+        request, "scoring/board/benchmark_index.html", {"benchmarks": items, "page_title": title}
     )
 
 
@@ -359,7 +359,9 @@ def leaderboard(request: HttpRequest, benchmark: str) -> HttpResponse:
         }
     )
     template = (
-        "scoring/_leaderboard_board.html" if wants_fragment(request) else "scoring/leaderboard.html"
+        "scoring/board/_leaderboard.html"
+        if wants_fragment(request)
+        else "scoring/board/leaderboard.html"
     )
     return vary_on_htmx(render(request, template, ctx))
 
@@ -476,7 +478,11 @@ def report(request: HttpRequest, benchmark: str) -> HttpResponse:
         + f"?edition={sel['edition'].name}",
         "page_url": reverse("scoring:report", args=[benchmark]),
     }
-    template = "scoring/_report_body.html" if wants_fragment(request) else "scoring/report.html"
+    template = (
+        "scoring/board/_report_body.html"
+        if wants_fragment(request)
+        else "scoring/board/report.html"
+    )
     return vary_on_htmx(render(request, template, ctx))
 
 

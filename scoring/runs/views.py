@@ -87,14 +87,14 @@ def runs(request: HttpRequest) -> HttpResponse:
         r.spent = spent.get(r.pk)
     context = {"runs": recent, "any_active": any(r.is_active for r in recent)}
     if wants_fragment(request):
-        return vary_on_htmx(render(request, "scoring/_runs_table.html", context))
+        return vary_on_htmx(render(request, "scoring/runs/_table.html", context))
     editions = KeyEdition.objects.select_related("benchmark").order_by(
         "benchmark__name", "created_at", "id"
     )
     context["editions"] = editions
     context["benchmarks"] = list(Benchmark.objects.order_by("name"))
     context["panel_drift"] = panel_drift(context["benchmarks"]).items()
-    return vary_on_htmx(render(request, "scoring/runs.html", context))
+    return vary_on_htmx(render(request, "scoring/runs/index.html", context))
 
 
 @require_POST
@@ -166,9 +166,7 @@ def run_estimate(request: HttpRequest) -> HttpResponse:
         "kind_label": ScoringRun.Kind(kind).label,
     }
     template = (
-        "scoring/_runs_estimate.html"
-        if wants_fragment(request)
-        else "scoring/runs_estimate_page.html"
+        "scoring/runs/_estimate.html" if wants_fragment(request) else "scoring/runs/estimate.html"
     )
     return vary_on_htmx(render(request, template, context))
 
@@ -180,7 +178,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     read-only (no Resume or Cancel, no link to the admin's list of runs)."""
     run = _with_finish(_decorate(get_object_or_404(runs_queryset(), pk=pk)))
     if wants_fragment(request):
-        return vary_on_htmx(render(request, "scoring/_runs_progress.html", {"run": run}))
+        return vary_on_htmx(render(request, "scoring/runs/_progress.html", {"run": run}))
     failed = (
         RunItem.objects.filter(run=run, state=RunItem.State.FAILED)
         .select_related("judge", "response__model", "response__question", "key_entry__question")
@@ -203,7 +201,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "notes": [line for line in run.error.splitlines() if line],
         "can_manage": can_manage_runs(request.user),
     }
-    return vary_on_htmx(render(request, "scoring/runs_detail.html", context))
+    return vary_on_htmx(render(request, "scoring/runs/detail.html", context))
 
 
 @require_GET
@@ -215,7 +213,7 @@ def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     # (an admin's only: an editor watches).
     show_actions = request.GET.get("actions") == "1" and can_manage_runs(request.user)
     response = render(
-        request, "scoring/_runs_progress.html", {"run": run, "show_actions": show_actions}
+        request, "scoring/runs/_progress.html", {"run": run, "show_actions": show_actions}
     )
     return response
 
