@@ -83,7 +83,7 @@ test: setup-test-env check-services bytecode
 	mkdir -p test-artifacts
 	env -u PYTHONDONTWRITEBYTECODE \
 		DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) CELERY_TASK_ALWAYS_EAGER=1 \
-		$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+		$(BIN)/python -m pytest -n $(TEST_WORKERS) --maxschedchunk 1 $(PYTEST_ARGS)
 	env -u PYTHONDONTWRITEBYTECODE -u DATABASE_URL -u REDIS_URL CELERY_TASK_ALWAYS_EAGER=1 \
 		$(BIN)/python -m pytest -m sqlite -p no:cacheprovider $(PYTEST_ARGS) \
 		$(if $(PYTEST_ARGS),|| test $$? -eq 5)
