@@ -85,7 +85,10 @@ def test_the_run_page_says_stalled_instead_of_an_eta(run, admin_client, settings
     assert "being graded by a worker right now" in page
 
     at = _reported(run, 600)
-    local = timezone.localtime(at).strftime("%H:%M")
+    local_at = timezone.localtime(at)
+    local = local_at.strftime("%H:%M")
+    if local_at.date() != timezone.localdate():  # ten minutes ago was yesterday
+        local += f" on {local_at.day} {local_at:%B}"
     for url in (
         reverse("scoring:run-detail", kwargs={"pk": run.pk}),
         reverse("scoring:run-progress", kwargs={"pk": run.pk}),
