@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import model_ngettext
+from django.db import models
 
 from core import content_cache
 from questions.models import (
@@ -121,6 +122,9 @@ class SourceDocumentAdmin(admin.ModelAdmin):
     list_filter = ["benchmark", "status", "kind"]
     search_fields = ["doc_id", "title", "short_title"]
     raw_id_fields = ["superseded_by"]
+    # A document's address typed without a scheme is read as https (Django 6's default;
+    # Django 5.2 warns on every form it builds without the choice made).
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
     def get_readonly_fields(self, request: Any, obj: Any = None) -> list[str]:
         # Key entries keep the doc_id they cite as written (KeyEntry.citation_doc_id).

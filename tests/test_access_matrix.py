@@ -596,7 +596,7 @@ def test_every_route_has_an_expectation():
 
 @pytest.fixture(scope="module")
 def _module_world(django_db_setup, django_db_blocker):
-    """The world, built and committed once for the module's six tests (6.7 s each before).
+    """The world, built and committed once for the module's tests (6.7 s each before).
 
     Each test still runs inside its own transaction (`db`), rolled back at its end, so every
     test starts from this same committed world; the module ends with the flush a
@@ -619,13 +619,23 @@ def world(_module_world, db) -> World:
     return _module_world
 
 
-def test_every_route_answers_every_role_as_expected(world, capsys, settings):
-    """Routes x roles x (GET, POST): the status table holds, and refusals change nothing.
+def test_every_route_answers_every_role_as_expected(world, capsys, settings, subtests):
+    """Routes x roles x (GET, POST): the status table holds, and refusals change nothing;
+    then the routes the publicity flag can change, again with the benchmark public.
 
     Every GET, and every refused POST, leaves `state()` as it was: a GET never changes
     state, and a refused write has no side effect. The same walk checks that every
     response carries the Content-Security-Policy (issue 19 item 6), so the matrix is
     walked once for both (issue 29 item 4).
+
+    The private walk records which routes read the flag, as Python (`Benchmark.is_public`)
+    or in a WHERE clause; a route that never reads it cannot answer differently when the
+    flag changes. The public walk (a subtest) covers those and the public pages: the
+    public pages answer 200 to everyone, anonymous included, and every other route reading
+    the flag answers exactly as before. Both walks are one test so that xdist cannot send
+    them to two workers, where the public one had to walk the private matrix again (31 s
+    of CPU). The corrected edition published for it only gives the erratum pages something
+    to show.
     """
     result = run_matrix(world, expected_for, policy=settings.SNAGLIST_CSP)
     with capsys.disabled():
@@ -633,13 +643,42 @@ def test_every_route_answers_every_role_as_expected(world, capsys, settings):
             f"\naccess matrix: {result.routes} routes x {len(ROLES)} roles x 2 methods = "
             f"{result.checked} checks; {len(result.reads_publicity)} routes read is_public"
         )
+    with subtests.test(msg="private benchmark: the whole matrix"):
+        assert not result.mismatches, "\n".join(result.mismatches)
+        assert not result.side_effects, "requests that changed state:\n" + "\n".join(
+            result.side_effects
+        )
+        assert not result.csp_missing, "responses without the policy:\n" + "\n".join(
+            result.csp_missing
+        )
+        assert result.routes >= 60
+        assert result.checked >= 240 * 3
+    with subtests.test(msg="public benchmark: the routes that read the flag"):
+        _public_walk(world, result.reads_publicity, capsys)
+
+
+def _public_walk(w: World, reads_publicity: set[str], capsys) -> None:
+    """Walk the routes in `reads_publicity` and the public pages with the benchmark public
+    and a corrected edition published; assert what they answer (PUBLIC_EXPECTED, else the
+    private expectation) and that no request changed state."""
+    from django.core.cache import cache
+
+    def expect(route: Route):
+        return PUBLIC_EXPECTED.get(route.name) or expected_for(route)
+
+    # The walk sees the flag being read: the public index lists public benchmarks.
+    assert "public:index" in reads_publicity, sorted(reads_publicity)
+    cache.clear()  # no page cached by the private walk from its rolled-back requests
+    published = publish_a_correction(w)
+    result = run_matrix(published, expect, only=reads_publicity | set(PUBLIC_EXPECTED))
+    with capsys.disabled():
+        print(f"\npublic benchmark matrix: {result.routes} routes, {result.checked} checks")
     assert not result.mismatches, "\n".join(result.mismatches)
     assert not result.side_effects, "requests that changed state:\n" + "\n".join(
         result.side_effects
     )
-    assert not result.csp_missing, "responses without the policy:\n" + "\n".join(result.csp_missing)
-    assert result.routes >= 60
-    assert result.checked >= 240 * 3
+    assert len(PUBLIC_EXPECTED) == 14
+    assert result.routes >= len(PUBLIC_EXPECTED)
 
 
 def publish_a_correction(w: World) -> World:
@@ -695,39 +734,6 @@ def test_the_state_fingerprint_sees_each_kind_of_change(world):
     assert state() != before
 
 
-def test_a_public_benchmark_opens_its_public_pages_only(world, capsys):
-    """The matrix again with the benchmark public: its public pages answer 200 to everyone
-    (anonymous included), and every other route that reads the publicity flag answers
-    exactly as before.
-
-    The private walk (the test above) records which routes read the flag, as Python
-    (`Benchmark.is_public`) or in a WHERE clause; a route that never reads it cannot answer
-    differently when the flag changes. This walk covers those and the public pages, not
-    the whole matrix again (issue 29 item 4: the full second walk took 191 s for 13
-    changed routes). The corrected edition published here only gives the erratum pages
-    something to show.
-    """
-
-    def expect(route: Route):
-        return PUBLIC_EXPECTED.get(route.name) or expected_for(route)
-
-    if _PUBLICITY_READERS is None:  # run alone (-k): walk the private matrix first
-        run_matrix(world, expected_for)
-    readers = _PUBLICITY_READERS | set(PUBLIC_EXPECTED)
-    # The walk sees the flag being read: the public index lists public benchmarks.
-    assert "public:index" in _PUBLICITY_READERS, sorted(_PUBLICITY_READERS)
-    w = publish_a_correction(world)
-    result = run_matrix(w, expect, only=readers)
-    with capsys.disabled():
-        print(f"\npublic benchmark matrix: {result.routes} routes, {result.checked} checks")
-    assert not result.mismatches, "\n".join(result.mismatches)
-    assert not result.side_effects, "requests that changed state:\n" + "\n".join(
-        result.side_effects
-    )
-    assert len(PUBLIC_EXPECTED) == 14
-    assert result.routes >= len(PUBLIC_EXPECTED)
-
-
 @dataclass
 class MatrixResult:
     """What one walk of the matrix saw (counts, failures as readable lines, route names)."""
@@ -759,10 +765,8 @@ def run_matrix(
 
     Returns the counts, status mismatches, side effects, responses without `policy` (when
     given) and the names of routes whose requests read `Benchmark.is_public` (the
-    attribute, or the column in a WHERE clause); a full walk stores those names in
-    _PUBLICITY_READERS for the public walk.
+    attribute, or the column in a WHERE clause).
     """
-    global _PUBLICITY_READERS
     from questions.models import Benchmark
 
     flag = Benchmark.__dict__["is_public"]
@@ -825,12 +829,7 @@ def run_matrix(
                     clients[role] = _client(role, w)  # signed out: sign in again
         if read:
             result.reads_publicity.add(route.name)
-    if only is None and roles == ROLES:
-        _PUBLICITY_READERS = set(result.reads_publicity)
     return result
-
-
-_PUBLICITY_READERS: set[str] | None = None
 
 
 def test_a_deactivated_users_token_is_refused_on_every_api_route(world):
