@@ -98,24 +98,60 @@ PLAIN = (
 )
 
 
-def _prepared(field: models.Field, connection: Any) -> Any:
+def _prepared(field: models.Field, connection: Any, get: Any = getattr) -> Any:
     """Return a function obj -> the value `bulk_create` would write for `field`.
 
     That is `field.get_db_prep_save(field.pre_save(obj, add=True), connection)`; for a
     field with Django's plain `pre_save` and a value already of its PLAIN type (or None)
-    the value itself, without the calls (they are most of the COPY's Python time).
+    the value itself, without the calls (they are most of the COPY's Python time). `get`
+    reads the field's value from `obj`: `getattr` for model instances, `_item` for rows
+    given as dicts keyed by attname (whose fields must have Django's plain `pre_save`).
     """
     target = field.target_field if field.is_relation else field
     plain = next((t for cls, t in PLAIN if isinstance(target, cls)), None)
-    if plain is None or type(field).pre_save is not models.Field.pre_save:
+    if type(field).pre_save is not models.Field.pre_save:
+        if get is not getattr:
+            raise ValueError(f"{field}: a row cannot give a field with its own pre_save")
         return lambda obj: field.get_db_prep_save(field.pre_save(obj, True), connection)
     attname = field.attname
+    if plain is None:
+        return lambda obj: field.get_db_prep_save(get(obj, attname), connection)
 
-    def value(obj: models.Model) -> Any:
-        v = getattr(obj, attname)
+    def value(obj: Any) -> Any:
+        v = get(obj, attname)
         return v if v is None or type(v) is plain else field.get_db_prep_save(v, connection)
 
     return value
+
+
+def _item(row: dict[str, Any], attname: str) -> Any:
+    """row[attname]: `_prepared`'s reader for rows given as dicts."""
+    return row[attname]
+
+
+def _take_pks(cursor: Any, raw: Any, meta: Any, n: int) -> list[int]:
+    """Take `n` primary keys from the sequence of `meta`'s table (one `nextval` per row,
+    in one query), so the sequence stays ahead of every row written with them."""
+    cursor.execute(
+        "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+        [sql.Identifier(meta.db_table).as_string(raw), meta.pk.column, n],
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
+def _copy_statement(meta: Any, fields: Sequence[models.Field]) -> sql.Composed:
+    """COPY <table> (<columns>) FROM STDIN, names from `_meta` quoted as identifiers."""
+    return sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(meta.db_table),
+        sql.SQL(", ").join(sql.Identifier(f.column) for f in fields),
+    )
+
+
+def _raw(connection: Any) -> Any:
+    """The connection's psycopg connection, connecting first if need be."""
+    if connection.connection is None:
+        connection.ensure_connection()
+    return connection.connection
 
 
 def _copy(
@@ -126,32 +162,22 @@ def _copy(
 ) -> list[models.Model]:
     """Write `objs` (given again as `chunks`, for progress) to `model`'s table with one COPY.
 
-    The pks are taken first from the table's sequence (one `nextval` per row, in one
-    query), set on the objects and written with them, so the sequence stays ahead of every
-    stored row. Values pass through each field's `pre_save(add=True)` and
+    The pks are taken first from the table's sequence (`_take_pks`), set on the objects
+    and written with them. Values pass through each field's `pre_save(add=True)` and
     `get_db_prep_save` as `bulk_create` does (auto_now_add, JSON, choices; `_prepared`).
     """
     meta = model._meta
     fields = list(meta.concrete_fields)
-    raw = connection.connection
-    if raw is None:
-        connection.ensure_connection()
-        raw = connection.connection
+    raw = _raw(connection)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-            [sql.Identifier(meta.db_table).as_string(raw), meta.pk.column, len(objs)],
-        )
-        pks = [row[0] for row in cursor.fetchall()]
-        for obj, pk in zip(objs, pks, strict=True):
+        for obj, pk in zip(objs, _take_pks(cursor, raw, meta, len(objs)), strict=True):
             obj.pk = pk
-        statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
-            sql.Identifier(meta.db_table),
-            sql.SQL(", ").join(sql.Identifier(f.column) for f in fields),
-        )
         # The raw psycopg cursor's errors are turned into Django's, as the ORM's are.
         values = [_prepared(f, connection) for f in fields]
-        with connection.wrap_database_errors, cursor.cursor.copy(statement) as copy:
+        with (
+            connection.wrap_database_errors,
+            cursor.cursor.copy(_copy_statement(meta, fields)) as copy,
+        ):
             for chunk in chunks:
                 for obj in chunk:
                     copy.write_row([value(obj) for value in values])
@@ -159,6 +185,55 @@ def _copy(
         obj._state.adding = False
         obj._state.db = connection.alias
     return list(objs)
+
+
+def _copy_rows(
+    model: type[models.Model],
+    rows: Sequence[dict[str, Any]],
+    chunks: Iterable[Sequence[dict[str, Any]]],
+    connection: Any,
+) -> list[int]:
+    """Write `rows` (dicts of attname -> value, all with the same keys; given again as
+    `chunks`) to `model`'s table with one COPY, building no model instance; return the
+    pks, in order.
+
+    A field a row gives is written as `_prepared` would write it from an instance; a field
+    it does not give takes the value an unsaved instance's `pre_save(add=True)` or default
+    gives, computed once for the whole COPY (an auto_now_add field: one instant for all
+    the rows). Raises ValueError when the rows' keys differ or name a field with its own
+    `pre_save`.
+    """
+    meta = model._meta
+    fields = list(meta.concrete_fields)
+    given = set(rows[0]) if rows else set()
+    if any(set(row) != given for row in rows):
+        raise ValueError(f"{meta.label}: the rows do not all give the same fields")
+    blank = model()
+    raw = _raw(connection)
+    with connection.cursor() as cursor:
+        pks = _take_pks(cursor, raw, meta, len(rows))
+        values = []
+        for f in fields:
+            if f is meta.pk:
+                values.append(None)  # the pk taken for the row, below
+            elif f.attname in given:
+                values.append(_prepared(f, connection, _item))
+            else:
+                constant = f.get_db_prep_save(f.pre_save(blank, True), connection)
+                values.append(lambda row, constant=constant: constant)
+        pk_at = fields.index(meta.pk)
+        read = [v for v in values if v is not None]
+        pk_iter = iter(pks)
+        with (
+            connection.wrap_database_errors,
+            cursor.cursor.copy(_copy_statement(meta, fields)) as copy,
+        ):
+            for chunk in chunks:
+                for row in chunk:
+                    out = [value(row) for value in read]
+                    out.insert(pk_at, next(pk_iter))
+                    copy.write_row(out)
+    return pks
 
 
 class ImportBase:
@@ -203,6 +278,36 @@ class ImportBase:
                 made.extend(model.objects.bulk_create(chunk))
         self.created[label] += len(objs)
         return made
+
+    def _bulk_rows(
+        self,
+        model: type[models.Model],
+        rows: Sequence[dict[str, Any]],
+        label: str,
+        batch: int = BATCH,
+    ) -> list[int]:
+        """Insert `rows` (dicts of attname -> value, the same keys in each) into `model`'s
+        table and return their pks in order: `_bulk` for the large tables, with no model
+        instance built on PostgreSQL (`_copy_rows`; instances were half of the import's
+        Python time, bench/README.md "Bundle import"). Counts and progress as `_bulk`;
+        elsewhere (SQLite) `bulk_create` of instances made from the rows.
+        """
+        chunks = [rows[i : i + batch] for i in range(0, len(rows), batch)]
+        shown = progress(
+            chunks,
+            enabled=self.show and len(rows) > 5000,
+            total=len(chunks),
+            desc=f"writing {label}",
+        )
+        connection = connections[router.db_for_write(model)]
+        pks: list[int] = []
+        if rows and copyable(model, connection):
+            pks = _copy_rows(model, rows, shown, connection)
+        else:
+            for chunk in shown:
+                pks.extend(o.pk for o in model.objects.bulk_create(model(**r) for r in chunk))
+        self.created[label] += len(rows)
+        return pks
 
     def _compare(
         self,

@@ -134,13 +134,13 @@ class JudgingSteps(ImportBase):
         new = self._sync(
             "responses.jsonl", ("text",), {k: v[1:] for k, v in stored.items()}, incoming
         )
-        made = self._bulk(
+        pks = self._bulk_rows(
             Response,
-            [Response(question_id=q, model_id=m, text=texts[(q, m)]) for q, m in new],
+            [{"question_id": q, "model_id": m, "text": texts[(q, m)]} for q, m in new],
             "responses",
         )
         self.response_pk = {k: v[0] for k, v in stored.items()}
-        self.response_pk.update({(r.question_id, r.model_id): r.pk for r in made})
+        self.response_pk.update(zip(new, pks, strict=True))
 
     def _key_entry(self, file: str, row: dict[str, Any]) -> int | None:
         entries = self.effective.get(row["edition"])
@@ -193,15 +193,15 @@ class JudgingSteps(ImportBase):
                 self._compare(file, row["line"], names, stored[key], values)
             else:
                 new.append(
-                    Grade(
-                        response_id=rpk,
-                        judge_id=jpk,
-                        key_entry_id=entry,
-                        prompt_version=row["prompt_version"],
+                    {
+                        "response_id": rpk,
+                        "judge_id": jpk,
+                        "key_entry_id": entry,
+                        "prompt_version": row["prompt_version"],
                         **dict(zip(names, values, strict=True)),
-                    )
+                    }
                 )
-        self._bulk(Grade, new, "grades", batch=5000)
+        self._bulk_rows(Grade, new, "grades", batch=5000)
 
     def _audits(self) -> None:
         file = "audits.jsonl"
@@ -234,14 +234,14 @@ class JudgingSteps(ImportBase):
                 self._compare(file, row["line"], names, stored[key], values)
             else:
                 new.append(
-                    AuditVerdict(
-                        key_entry_id=entry,
-                        auditor_id=jpk,
-                        prompt_version=row["prompt_version"],
+                    {
+                        "key_entry_id": entry,
+                        "auditor_id": jpk,
+                        "prompt_version": row["prompt_version"],
                         **dict(zip(names, values, strict=True)),
-                    )
+                    }
                 )
-        self._bulk(AuditVerdict, new, "audits")
+        self._bulk_rows(AuditVerdict, new, "audits")
 
     def _exclusions(self) -> None:
         """Rule 4 on the imported verdicts: entries both auditors find adverse are excluded
