@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import struct
 import zipfile
 import zlib
@@ -245,8 +246,8 @@ def _append(folder: Path, name: str, line: str) -> int:
 
 def _question(qid: str) -> str:
     return (
-        f'{{"question_id": "{qid}", "category_id": "C01", "text": "Twin?", "answer": "Yes.",'
-        ' "citation": null}'
+        f'{{"question_id": {json.dumps(qid)}, "category_id": "C01", "text": "Twin?", '
+        '"answer": "Yes.", "citation": null}'
     )
 
 
@@ -283,6 +284,7 @@ def test_ids_equal_but_for_case_are_refused(good_folder, name, line, field, valu
         ("questions.jsonl", "-Q1"),
         ("questions.jsonl", "Q%2F1"),
         ("categories.csv", "C:01"),
+        ("questions.jsonl", "Q1\n"),  # a regex's `$` matches before a final newline
     ],
 )
 def test_an_id_outside_the_url_safe_ascii_set_is_refused(good_folder, name, value):

@@ -26,7 +26,7 @@ SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")
 # nothing a URL reads as a separator (`/ ? # % :`) and no look-alike from another script
 # (`model-а` with a Cyrillic а): among these characters, ids that look the same are the
 # same once case is ignored, which `IdSpace` checks.
-ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
+ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")  # whole value (fullmatch: `$` let "Q1\n" in)
 ID_RULE = "letters A-Z a-z, digits, then also . _ - @ (ASCII only)"
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 ORIGINAL = "original"
@@ -133,23 +133,23 @@ class Row:
         it is the likeliest mistake with a non-ASCII id (Unicode Standard Annex #15).
         """
         value = self.text(name, required=required, empty=False, max_length=max_length)
-        if value and unicodedata.is_normalized("NFC", value) and not ID.match(value):
+        if not value or ID.fullmatch(value):  # ASCII, so NFC: nothing more to check
+            return value
+        if unicodedata.is_normalized("NFC", value):
             self.error(
                 name,
                 f"{value!r} is not a valid id: use {ID_RULE}, starting with a letter or "
                 "digit (ids are used in URLs and must not have look-alikes)",
             )
             return None
-        if value and not unicodedata.is_normalized("NFC", value):
-            nfc = unicodedata.normalize("NFC", value)
-            marks = ", ".join(f"U+{ord(c):04X}" for c in value if unicodedata.combining(c))
-            self.error(
-                name,
-                f"{value!r} is not in Unicode NFC form (combining characters {marks or 'none'}):"
-                f" write it composed, as {nfc!r}, so that ids that look the same are the same",
-            )
-            return None
-        return value
+        nfc = unicodedata.normalize("NFC", value)
+        marks = ", ".join(f"U+{ord(c):04X}" for c in value if unicodedata.combining(c))
+        self.error(
+            name,
+            f"{value!r} is not in Unicode NFC form (combining characters {marks or 'none'}):"
+            f" write it composed, as {nfc!r}, so that ids that look the same are the same",
+        )
+        return None
 
     def choice(
         self, name: str, choices: tuple[str, ...], *, required: bool = True, default: str = ""
@@ -202,12 +202,20 @@ def _reject_constant(value: str) -> Any:
 
 def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """object_pairs_hook: a key given twice in one object is an error, not "last one wins"."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"key {key!r} appears twice in one object")
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"key {key!r} appears twice in one object")
+            seen.add(key)
     return out
+
+
+# One decoder for every line (json.loads with options builds a new one per call).
+_STRICT = json.JSONDecoder(
+    parse_constant=_reject_constant, object_pairs_hook=_reject_duplicate_keys
+)
 
 
 def loads_strict(text: str) -> Any:
@@ -217,9 +225,7 @@ def loads_strict(text: str) -> Any:
     for the parser's recursion limit is reported, not raised as RecursionError).
     """
     try:
-        return json.loads(
-            text, parse_constant=_reject_constant, object_pairs_hook=_reject_duplicate_keys
-        )
+        return _STRICT.decode(text)
     except RecursionError:
         raise ValueError("nested too deeply") from None
 
