@@ -17,9 +17,7 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path(
-    os.environ.get("SNAGLIST_CHROMIUM", "/usr/lib/chromium/chromium-headless-shell")
-)
+CHROMIUM = Path(os.environ.get("SNAGLIST_CHROMIUM", "/usr/lib/chromium/chromium-headless-shell"))
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 CHROMIUM_ARGS = [
     "--headless",
