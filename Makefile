@@ -35,11 +35,13 @@ runtime: $(RUNTIME_STAMP)
 # every core afterwards. It must happen at install: machines and images that set
 # PYTHONDONTWRITEBYTECODE=1 never write a .pyc, so without it every process (each command,
 # web and worker start, pytest) compiled Django, DRF and the rest from source again
-# (bench/bench_startup.py).
+# (bench/bench_startup.py). The packages' own test folders (8 of the runtime venv's 15 MB of
+# source, never imported by the product) are left out: 13 s instead of 20 s on 2 cores.
+VENV_COMPILE := $(BIN)/python -m compileall -q -j0 -x '/tests/' $(VENV)/lib > /dev/null
 $(RUNTIME_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --no-compile -e .
-	$(BIN)/python -m compileall -q -j0 $(VENV)/lib > /dev/null
+	$(VENV_COMPILE)
 	touch $(RUNTIME_STAMP)
 
 # The product plus the dev extras (pytest, Playwright, ruff ...).
@@ -47,7 +49,7 @@ venv: $(STAMP)
 
 $(STAMP): $(RUNTIME_STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
-	$(BIN)/python -m compileall -q -j0 $(VENV)/lib > /dev/null
+	$(VENV_COMPILE)
 	touch $(STAMP)
 
 # Our own modules, compiled where the venv's are (only changed files are compiled again).
