@@ -248,6 +248,17 @@ class ImportBase:
         self.warnings = list(data.warnings)
 
     # --- helpers -------------------------------------------------------------------
+    def _chunks(self, items: Sequence[Any], label: str, batch: int) -> Iterable[Sequence[Any]]:
+        """`items` in chunks of `batch`, with a progress bar "writing <label>" when
+        `self.show` and there are more than 5,000 (`_bulk`, `_bulk_rows`)."""
+        chunks = [items[i : i + batch] for i in range(0, len(items), batch)]
+        return progress(
+            chunks,
+            enabled=self.show and len(items) > 5000,
+            total=len(chunks),
+            desc=f"writing {label}",
+        )
+
     def _bulk(
         self,
         model: type[models.Model],
@@ -262,13 +273,7 @@ class ImportBase:
         otherwise `bulk_create` per chunk. Database errors (a constraint, a trigger) are
         raised as Django's exceptions and roll back the caller's transaction.
         """
-        chunks = [objs[i : i + batch] for i in range(0, len(objs), batch)]
-        shown = progress(
-            chunks,
-            enabled=self.show and len(objs) > 5000,
-            total=len(chunks),
-            desc=f"writing {label}",
-        )
+        shown = self._chunks(objs, label, batch)
         connection = connections[router.db_for_write(model)]
         made: list[models.Model] = []
         if objs and copyable(model, connection):
@@ -292,13 +297,7 @@ class ImportBase:
         Python time, bench/README.md "Bundle import"). Counts and progress as `_bulk`;
         elsewhere (SQLite) `bulk_create` of instances made from the rows.
         """
-        chunks = [rows[i : i + batch] for i in range(0, len(rows), batch)]
-        shown = progress(
-            chunks,
-            enabled=self.show and len(rows) > 5000,
-            total=len(chunks),
-            desc=f"writing {label}",
-        )
+        shown = self._chunks(rows, label, batch)
         connection = connections[router.db_for_write(model)]
         pks: list[int] = []
         if rows and copyable(model, connection):
