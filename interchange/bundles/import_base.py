@@ -195,44 +195,45 @@ def _copy_rows(
 ) -> list[int]:
     """Write `rows` (dicts of attname -> value, all with the same keys; given again as
     `chunks`) to `model`'s table with one COPY, building no model instance; return the
-    pks, in order.
+    pks, in order (each row also gets its pk under the pk's attname, as `_copy` sets it
+    on its objects).
 
     A field a row gives is written as `_prepared` would write it from an instance; a field
     it does not give takes the value an unsaved instance's `pre_save(add=True)` or default
     gives, computed once for the whole COPY (an auto_now_add field: one instant for all
-    the rows). Raises ValueError when the rows' keys differ or name a field with its own
-    `pre_save`.
+    the rows). Raises ValueError when a row names no field of `model`, when the rows' keys
+    differ, or when they give a field with its own `pre_save`.
     """
     meta = model._meta
     fields = list(meta.concrete_fields)
     given = set(rows[0]) if rows else set()
-    if any(set(row) != given for row in rows):
-        raise ValueError(f"{meta.label}: the rows do not all give the same fields")
+    unknown = given - {f.attname for f in fields}
+    if unknown or any(row.keys() != given for row in rows):
+        raise ValueError(
+            f"{meta.label}: the rows name no field {sorted(unknown)}"
+            if unknown
+            else f"{meta.label}: the rows do not all give the same fields"
+        )
     blank = model()
     raw = _raw(connection)
     with connection.cursor() as cursor:
         pks = _take_pks(cursor, raw, meta, len(rows))
+        for row, pk in zip(rows, pks, strict=True):
+            row[meta.pk.attname] = pk
         values = []
         for f in fields:
-            if f is meta.pk:
-                values.append(None)  # the pk taken for the row, below
-            elif f.attname in given:
+            if f is meta.pk or f.attname in given:
                 values.append(_prepared(f, connection, _item))
             else:
                 constant = f.get_db_prep_save(f.pre_save(blank, True), connection)
                 values.append(lambda row, constant=constant: constant)
-        pk_at = fields.index(meta.pk)
-        read = [v for v in values if v is not None]
-        pk_iter = iter(pks)
         with (
             connection.wrap_database_errors,
             cursor.cursor.copy(_copy_statement(meta, fields)) as copy,
         ):
             for chunk in chunks:
                 for row in chunk:
-                    out = [value(row) for value in read]
-                    out.insert(pk_at, next(pk_iter))
-                    copy.write_row(out)
+                    copy.write_row([value(row) for value in values])
     return pks
 
 
